@@ -1,0 +1,447 @@
+//! The canonical text form of the IR. Its grammar is `docs/language.md`; `weft-syntax` parses it
+//! back, and `parse(print(p))` is alpha-equivalent to `p` (a property test checks this).
+//!
+//! Symbols are printed by name. Where two different symbols of one proc share a name, or a name is
+//! not a valid identifier, the later one is printed as `name_K` with the first free K, so the text
+//! always resolves to the same variables.
+
+use crate::expr::{BinOp, Const, Expr, ExprKind, UnOp, WinCoord};
+use crate::proc::{ArgKind, BufType, Config, Memory, Module, Proc};
+use crate::stmt::{Block, Stmt, StmtKind};
+use crate::sym::Sym;
+use crate::visit;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+/// Words that cannot be variable names.
+pub const KEYWORDS: &[&str] = &[
+    "proc", "instr", "memory", "config", "for", "in", "if", "else", "alloc", "free", "let",
+    "assert", "pass", "and", "or", "not", "true", "false", "select", "min", "max", "stride",
+    "size", "index", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "f32", "f64", "sqrt",
+    "exp", "log", "sin", "cos", "tanh", "abs", "floor", "ceil", "pow", "fma", "header", "access",
+    "addressable", "last_dim", "import",
+];
+
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn usable_name(s: &str) -> bool {
+    is_identifier(s) && !KEYWORDS.contains(&s)
+}
+
+/// Printed names of the symbols of one proc.
+#[derive(Default)]
+pub struct Namer {
+    names: HashMap<Sym, String>,
+    used: HashSet<String>,
+    reserved: HashSet<String>,
+}
+
+impl Namer {
+    fn reserve_all(&mut self, p: &Proc) {
+        let mut note = |s: &Sym| {
+            self.reserved.insert(s.name().to_string());
+        };
+        for a in &p.args {
+            note(&a.sym);
+        }
+        visit::walk_block(&p.body, &mut |s| match &s.kind {
+            StmtKind::For { var, .. } => note(var),
+            StmtKind::Alloc { buf, .. } => note(buf),
+            StmtKind::Window { name, .. } => note(name),
+            _ => {}
+        });
+    }
+
+    /// The printed name of `s`, assigning one at first sight.
+    pub fn name(&mut self, s: &Sym) -> String {
+        if let Some(n) = self.names.get(s) {
+            return n.clone();
+        }
+        let base = if is_identifier(s.name()) {
+            s.name().to_string()
+        } else {
+            let cleaned: String = s
+                .name()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            if cleaned.starts_with(|c: char| c.is_ascii_digit()) || cleaned.is_empty() {
+                format!("v_{cleaned}")
+            } else {
+                cleaned
+            }
+        };
+        let mut cand = base.clone();
+        let mut k = 1;
+        while !usable_name(&cand)
+            || self.used.contains(&cand)
+            || (cand != base && self.reserved.contains(&cand))
+        {
+            cand = format!("{base}_{k}");
+            k += 1;
+        }
+        self.used.insert(cand.clone());
+        self.names.insert(s.clone(), cand.clone());
+        cand
+    }
+}
+
+pub fn escape_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn prec(e: &Expr) -> u8 {
+    match &e.kind {
+        ExprKind::Binary(op, _, _) => match op {
+            BinOp::Or => 1,
+            BinOp::And => 2,
+            o if o.is_comparison() => 4,
+            BinOp::Add | BinOp::Sub => 5,
+            BinOp::Mul | BinOp::Div | BinOp::Mod => 6,
+            _ => 8, // min/max print as calls
+        },
+        ExprKind::Unary(UnOp::Not, _) => 3,
+        ExprKind::Unary(UnOp::Neg, _) => 7,
+        ExprKind::Const(Const::Int(v)) if *v < 0 => 7,
+        ExprKind::Const(Const::Float(v)) if v.is_sign_negative() => 7,
+        _ => 8,
+    }
+}
+
+fn fmt_float(v: f64) -> String {
+    let s = format!("{v:?}");
+    if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+pub struct Printer<'n> {
+    pub namer: &'n mut Namer,
+    pub out: String,
+    indent: usize,
+}
+
+impl<'n> Printer<'n> {
+    pub fn new(namer: &'n mut Namer) -> Printer<'n> {
+        Printer {
+            namer,
+            out: String::new(),
+            indent: 0,
+        }
+    }
+
+    pub fn expr(&mut self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Const(Const::Int(v)) => v.to_string(),
+            ExprKind::Const(Const::Float(v)) => fmt_float(*v),
+            ExprKind::Const(Const::Bool(b)) => b.to_string(),
+            ExprKind::Var(s) => self.namer.name(s),
+            ExprKind::Read { buf, idx } => {
+                let b = self.namer.name(buf);
+                if idx.is_empty() {
+                    b
+                } else {
+                    let parts: Vec<String> = idx.iter().map(|i| self.expr(i)).collect();
+                    format!("{b}[{}]", parts.join(", "))
+                }
+            }
+            ExprKind::Unary(UnOp::Neg, a) => {
+                // `-(3)` keeps a negated literal apart from the literal `-3`.
+                if matches!(a.kind, ExprKind::Const(_)) || prec(a) < 8 {
+                    format!("-({})", self.expr(a))
+                } else {
+                    format!("-{}", self.expr(a))
+                }
+            }
+            ExprKind::Unary(UnOp::Not, a) => {
+                let s = self.expr(a);
+                if prec(a) < 3 {
+                    format!("not ({s})")
+                } else {
+                    format!("not {s}")
+                }
+            }
+            ExprKind::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
+                format!("{}({}, {})", op.symbol(), self.expr(a), self.expr(b))
+            }
+            ExprKind::Binary(op, a, b) => {
+                let p = prec(e);
+                let sa = self.expr(a);
+                let sb = self.expr(b);
+                // Left-associative; comparisons do not associate at all.
+                let pa = prec(a) < p || (p == 4 && prec(a) == 4);
+                let pb = prec(b) <= p;
+                let sa = if pa { format!("({sa})") } else { sa };
+                let sb = if pb { format!("({sb})") } else { sb };
+                format!("{sa} {} {sb}", op.symbol())
+            }
+            ExprKind::Select(c, a, b) => format!(
+                "select({}, {}, {})",
+                self.expr(c),
+                self.expr(a),
+                self.expr(b)
+            ),
+            ExprKind::Cast(t, a) => format!("{}({})", t.name(), self.expr(a)),
+            ExprKind::Math(f, args) => {
+                let parts: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                format!("{}({})", f.name(), parts.join(", "))
+            }
+            ExprKind::Window { buf, coords } => {
+                let b = self.namer.name(buf);
+                if coords.is_empty() {
+                    return b;
+                }
+                let parts: Vec<String> = coords
+                    .iter()
+                    .map(|c| match c {
+                        WinCoord::Point(p) => self.expr(p),
+                        WinCoord::Interval(lo, hi) => {
+                            format!("{}:{}", self.expr(lo), self.expr(hi))
+                        }
+                    })
+                    .collect();
+                format!("{b}[{}]", parts.join(", "))
+            }
+            ExprKind::Stride { buf, dim } => format!("stride({}, {dim})", self.namer.name(buf)),
+            ExprKind::ReadConfig { config, field } => format!(
+                "{}.{}",
+                config.name,
+                config
+                    .fields
+                    .get(*field)
+                    .map(|f| f.name.as_str())
+                    .unwrap_or("?")
+            ),
+        }
+    }
+
+    fn line(&mut self, s: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    pub fn buf_type(&mut self, t: &BufType) -> String {
+        let shape: Vec<String> = t.shape.iter().map(|e| self.expr(e)).collect();
+        let elem = if t.window {
+            format!("[{}]", t.elem)
+        } else {
+            t.elem.to_string()
+        };
+        if shape.is_empty() {
+            format!("{elem} @ {}", t.mem.name)
+        } else {
+            format!("{elem}[{}] @ {}", shape.join(", "), t.mem.name)
+        }
+    }
+
+    fn lhs(&mut self, buf: &Sym, idx: &[Expr]) -> String {
+        let b = self.namer.name(buf);
+        if idx.is_empty() {
+            b
+        } else {
+            let parts: Vec<String> = idx.iter().map(|i| self.expr(i)).collect();
+            format!("{b}[{}]", parts.join(", "))
+        }
+    }
+
+    pub fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Pass => self.line("pass;"),
+            StmtKind::Assign { buf, idx, rhs } => {
+                let l = format!("{} = {};", self.lhs(buf, idx), self.expr(rhs));
+                self.line(&l)
+            }
+            StmtKind::Reduce { buf, idx, rhs } => {
+                let l = format!("{} += {};", self.lhs(buf, idx), self.expr(rhs));
+                self.line(&l)
+            }
+            StmtKind::WriteConfig { config, field, rhs } => {
+                let fname = config
+                    .fields
+                    .get(*field)
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default();
+                let l = format!("{}.{} = {};", config.name, fname, self.expr(rhs));
+                self.line(&l)
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let l = format!("if {} {{", self.expr(cond));
+                self.line(&l);
+                self.block(then_body);
+                if else_body.is_empty() {
+                    self.line("}");
+                } else {
+                    self.line("} else {");
+                    self.block(else_body);
+                    self.line("}");
+                }
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                let l = format!(
+                    "for {} in {}..{} {{",
+                    self.namer.name(var),
+                    self.expr(lo),
+                    self.expr(hi)
+                );
+                self.line(&l);
+                self.block(body);
+                self.line("}");
+            }
+            StmtKind::Alloc { buf, ty } => {
+                let l = format!("alloc {}: {};", self.namer.name(buf), self.buf_type(ty));
+                self.line(&l)
+            }
+            StmtKind::Free { buf } => {
+                let l = format!("free {};", self.namer.name(buf));
+                self.line(&l)
+            }
+            StmtKind::Window { name, rhs } => {
+                let l = format!("let {} = {};", self.namer.name(name), self.expr(rhs));
+                self.line(&l)
+            }
+            StmtKind::Call { proc, args } => {
+                let parts: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                let l = format!("{}({});", proc.name, parts.join(", "));
+                self.line(&l)
+            }
+        }
+    }
+
+    pub fn block(&mut self, b: &Block) {
+        self.indent += 1;
+        for s in b {
+            self.stmt(s);
+        }
+        self.indent -= 1;
+    }
+}
+
+/// The text of one proc (or instruction).
+pub fn proc_to_string(p: &Proc) -> String {
+    let mut namer = Namer::default();
+    namer.reserve_all(p);
+    let mut pr = Printer::new(&mut namer);
+    let mut args = Vec::new();
+    for a in &p.args {
+        let n = pr.namer.name(&a.sym);
+        let t = match &a.kind {
+            ArgKind::Ctrl(c) => c.name().to_string(),
+            ArgKind::Buf(b) => pr.buf_type(b),
+        };
+        args.push(format!("{n}: {t}"));
+    }
+    let head = match &p.instr {
+        Some(i) => format!(
+            "instr {}({}) {} {{",
+            p.name,
+            args.join(", "),
+            escape_string(&i.template)
+        ),
+        None => format!("proc {}({}) {{", p.name, args.join(", ")),
+    };
+    pr.out.push_str(&head);
+    pr.out.push('\n');
+    pr.indent = 1;
+    for e in &p.preds {
+        let l = format!("assert {};", pr.expr(e));
+        pr.line(&l);
+    }
+    pr.indent = 0;
+    pr.block(&p.body);
+    pr.out.push_str("}\n");
+    pr.out
+}
+
+pub fn memory_to_string(m: &Memory) -> String {
+    let mut s = format!("memory {} {{\n", m.name);
+    let _ = writeln!(s, "    header {}", escape_string(&m.header));
+    let _ = writeln!(s, "    alloc {}", escape_string(&m.alloc));
+    let _ = writeln!(s, "    free {}", escape_string(&m.free));
+    let _ = writeln!(s, "    access {}", escape_string(&m.access));
+    let _ = writeln!(s, "    addressable {}", m.addressable);
+    if let Some(d) = m.last_dim {
+        let _ = writeln!(s, "    last_dim {d}");
+    }
+    s.push_str("}\n");
+    s
+}
+
+pub fn config_to_string(c: &Config) -> String {
+    let mut s = format!("config {} {{\n", c.name);
+    for f in &c.fields {
+        let _ = writeln!(s, "    {}: {},", f.name, f.ty.name());
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The text of a module: memories, then configs, then procs, each in module order.
+pub fn module_to_string(m: &Module) -> String {
+    let mut parts = Vec::new();
+    if !m.imports.is_empty() {
+        let lines: Vec<String> = m
+            .imports
+            .iter()
+            .map(|i| format!("import {};\n", escape_string(i)))
+            .collect();
+        parts.push(lines.concat());
+    }
+    parts.extend(m.memories.iter().map(|x| memory_to_string(x)));
+    parts.extend(m.configs.iter().map(|x| config_to_string(x)));
+    parts.extend(m.procs.iter().map(|x| proc_to_string(x)));
+    parts.join("\n")
+}
+
+pub fn expr_to_string(e: &Expr) -> String {
+    let mut namer = Namer::default();
+    Printer::new(&mut namer).expr(e)
+}
+
+pub fn stmt_to_string(s: &Stmt) -> String {
+    let mut namer = Namer::default();
+    let mut p = Printer::new(&mut namer);
+    p.stmt(s);
+    p.out
+}
+
+impl std::fmt::Display for Proc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&proc_to_string(self))
+    }
+}
+
+impl std::fmt::Display for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&module_to_string(self))
+    }
+}

@@ -1,0 +1,176 @@
+//! Procedures, their arguments, and the hardware-library items (memories, configs, instructions).
+
+use crate::diag::Span;
+use crate::expr::Expr;
+use crate::stmt::Block;
+use crate::sym::Sym;
+use crate::types::{CtrlType, DType, Ty};
+use std::sync::Arc;
+
+/// A memory, declared in weft source. The C backend emits all code touching a buffer through
+/// these templates; nothing about any memory (DRAM included) is built into the compiler.
+///
+/// Template placeholders: `{name}` (the C name of the buffer), `{type}` (its C element type),
+/// `{size}` (a C expression for the number of elements), `{offset}` (a C expression for the
+/// linear element offset of an access).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Memory {
+    pub name: String,
+    /// C code emitted once at the top of every file that uses this memory.
+    pub header: String,
+    /// Declares and allocates `{name}`.
+    pub alloc: String,
+    /// Releases `{name}`.
+    pub free: String,
+    /// An lvalue naming the element (or vector) at `{offset}` of `{name}`.
+    pub access: String,
+    /// Whether ordinary reads and writes may touch this memory. When false, only instructions can.
+    pub addressable: bool,
+    /// When set, the innermost dimension of every buffer in this memory must be this constant.
+    pub last_dim: Option<i64>,
+    pub span: Span,
+}
+
+/// The type of a config field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldType {
+    Ctrl(CtrlType),
+    Data(DType),
+}
+
+impl FieldType {
+    pub fn ty(self) -> Ty {
+        match self {
+            FieldType::Ctrl(c) => c.ty(),
+            FieldType::Data(d) => Ty::Data(d),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Ctrl(c) => c.name(),
+            FieldType::Data(d) => d.name(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigField {
+    pub name: String,
+    pub ty: FieldType,
+}
+
+/// Global configuration state (for example an accelerator's configured load stride), emitted in C
+/// as a struct.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub name: String,
+    pub fields: Vec<ConfigField>,
+    pub span: Span,
+}
+
+impl Config {
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+}
+
+/// The type of a buffer: element type, shape, memory, and whether it is a window (a view with
+/// arbitrary strides) or a dense row-major tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufType {
+    pub elem: DType,
+    pub shape: Vec<Expr>,
+    pub window: bool,
+    pub mem: Arc<Memory>,
+}
+
+impl BufType {
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgKind {
+    Ctrl(CtrlType),
+    Buf(BufType),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    pub sym: Sym,
+    pub kind: ArgKind,
+    pub span: Span,
+}
+
+impl Arg {
+    pub fn buf(&self) -> Option<&BufType> {
+        match &self.kind {
+            ArgKind::Buf(b) => Some(b),
+            ArgKind::Ctrl(_) => None,
+        }
+    }
+
+    pub fn ctrl(&self) -> Option<CtrlType> {
+        match &self.kind {
+            ArgKind::Ctrl(c) => Some(*c),
+            ArgKind::Buf(_) => None,
+        }
+    }
+}
+
+/// An instruction: a proc whose body states its meaning and whose C template is what is emitted.
+/// weft trusts, as Exo does, that the template implements the body.
+///
+/// Template placeholders: `{arg}` for a control argument; for a buffer argument `{arg_data}` (an
+/// lvalue of its first element, from its memory's `access` template) and `{arg_stride_K}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instr {
+    pub template: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proc {
+    pub name: String,
+    pub args: Vec<Arg>,
+    /// Preconditions: the body may assume them, callers must prove them.
+    pub preds: Vec<Expr>,
+    pub body: Block,
+    pub instr: Option<Instr>,
+    pub span: Span,
+}
+
+impl Proc {
+    pub fn arg(&self, name: &str) -> Option<&Arg> {
+        self.args.iter().find(|a| a.sym.name() == name)
+    }
+
+    pub fn is_instr(&self) -> bool {
+        self.instr.is_some()
+    }
+}
+
+/// A compilation unit: the items of one `.weft` file, in source order within each kind.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Module {
+    /// `import "..."` lines of the source, in order (library names or relative paths).
+    pub imports: Vec<String>,
+    pub memories: Vec<Arc<Memory>>,
+    pub configs: Vec<Arc<Config>>,
+    pub procs: Vec<Arc<Proc>>,
+}
+
+impl Module {
+    pub fn proc(&self, name: &str) -> Option<&Arc<Proc>> {
+        self.procs.iter().find(|p| p.name == name)
+    }
+
+    pub fn memory(&self, name: &str) -> Option<&Arc<Memory>> {
+        self.memories.iter().find(|m| m.name == name)
+    }
+
+    pub fn config(&self, name: &str) -> Option<&Arc<Config>> {
+        self.configs.iter().find(|c| c.name == name)
+    }
+}

@@ -1,0 +1,90 @@
+//! Statements and blocks.
+
+use crate::diag::Span;
+use crate::expr::Expr;
+use crate::proc::{BufType, Config, Proc};
+use crate::sym::Sym;
+use std::fmt;
+use std::sync::Arc;
+
+/// A sequence of statements. Scopes: an `alloc` or window binding is visible from the next
+/// statement to the end of its block (or to its `free`).
+pub type Block = Vec<Stmt>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    Pass,
+    /// `buf[idx] = rhs`.
+    Assign { buf: Sym, idx: Vec<Expr>, rhs: Expr },
+    /// `buf[idx] += rhs`: a reduction, treated as commutative and associative by the analyses.
+    Reduce { buf: Sym, idx: Vec<Expr>, rhs: Expr },
+    /// `Config.field = rhs`.
+    WriteConfig {
+        config: Arc<Config>,
+        field: usize,
+        rhs: Expr,
+    },
+    If {
+        cond: Expr,
+        then_body: Block,
+        else_body: Block,
+    },
+    /// `for var in lo..hi`: runs `var = lo, lo+1, ..., hi-1`; no iteration when `hi <= lo`.
+    For {
+        var: Sym,
+        lo: Expr,
+        hi: Expr,
+        body: Block,
+    },
+    /// A new buffer, every cell uninitialised.
+    Alloc { buf: Sym, ty: BufType },
+    Free { buf: Sym },
+    /// `let name = window`: binds a view without copying.
+    Window { name: Sym, rhs: Expr },
+    Call { proc: Arc<Proc>, args: Vec<Expr> },
+}
+
+#[derive(Debug, PartialEq)]
+pub struct StmtNode {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+/// An immutable, shared statement node.
+#[derive(Clone, PartialEq)]
+pub struct Stmt(Arc<StmtNode>);
+
+impl std::ops::Deref for Stmt {
+    type Target = StmtNode;
+    fn deref(&self) -> &StmtNode {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Stmt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", crate::print::stmt_to_string(self))
+    }
+}
+
+impl Stmt {
+    pub fn new(kind: StmtKind, span: Span) -> Stmt {
+        Stmt(Arc::new(StmtNode { kind, span }))
+    }
+
+    pub fn kind(&self) -> &StmtKind {
+        &self.0.kind
+    }
+
+    pub fn ptr_eq(a: &Stmt, b: &Stmt) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    pub fn with_span(&self, span: Span) -> Stmt {
+        Stmt::new(self.kind.clone(), span)
+    }
+
+    pub fn pass() -> Stmt {
+        Stmt::new(StmtKind::Pass, Span::DUMMY)
+    }
+}

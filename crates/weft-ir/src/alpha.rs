@@ -91,7 +91,10 @@ impl Alpha {
     }
 
     fn buf_type(&self, a: &BufType, b: &BufType) -> bool {
-        a.elem == b.elem && a.window == b.window && mem_eq(&a.mem, &b.mem) && self.exprs(&a.shape, &b.shape)
+        a.elem == b.elem
+            && a.window == b.window
+            && mem_eq(&a.mem, &b.mem)
+            && self.exprs(&a.shape, &b.shape)
     }
 
     fn block(&mut self, a: &Block, b: &Block) -> bool {

@@ -105,7 +105,11 @@ impl BlockBuilder {
     }
 
     pub fn write_config(&mut self, config: &Arc<Config>, field: usize, rhs: Expr) -> &mut Self {
-        let ty = config.fields.get(field).map(|f| f.ty.ty()).unwrap_or(Ty::Int);
+        let ty = config
+            .fields
+            .get(field)
+            .map(|f| f.ty.ty())
+            .unwrap_or(Ty::Int);
         self.push(StmtKind::WriteConfig {
             config: config.clone(),
             field,

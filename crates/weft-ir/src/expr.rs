@@ -283,7 +283,9 @@ impl Expr {
             .into_iter()
             .map(|c| match c {
                 WinCoord::Point(e) => WinCoord::Point(e.coerce(Ty::Int)),
-                WinCoord::Interval(a, b) => WinCoord::Interval(a.coerce(Ty::Int), b.coerce(Ty::Int)),
+                WinCoord::Interval(a, b) => {
+                    WinCoord::Interval(a.coerce(Ty::Int), b.coerce(Ty::Int))
+                }
             })
             .collect();
         Expr::raw(
@@ -391,6 +393,7 @@ impl Expr {
     pub fn or(self, b: impl Into<Expr>) -> Expr {
         Expr::binary(BinOp::Or, self, b.into())
     }
+    #[allow(clippy::should_implement_trait)]
     pub fn not(self) -> Expr {
         Expr::unary(UnOp::Not, self)
     }

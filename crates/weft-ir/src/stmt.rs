@@ -15,9 +15,17 @@ pub type Block = Vec<Stmt>;
 pub enum StmtKind {
     Pass,
     /// `buf[idx] = rhs`.
-    Assign { buf: Sym, idx: Vec<Expr>, rhs: Expr },
+    Assign {
+        buf: Sym,
+        idx: Vec<Expr>,
+        rhs: Expr,
+    },
     /// `buf[idx] += rhs`: a reduction, treated as commutative and associative by the analyses.
-    Reduce { buf: Sym, idx: Vec<Expr>, rhs: Expr },
+    Reduce {
+        buf: Sym,
+        idx: Vec<Expr>,
+        rhs: Expr,
+    },
     /// `Config.field = rhs`.
     WriteConfig {
         config: Arc<Config>,
@@ -37,11 +45,22 @@ pub enum StmtKind {
         body: Block,
     },
     /// A new buffer, every cell uninitialised.
-    Alloc { buf: Sym, ty: BufType },
-    Free { buf: Sym },
+    Alloc {
+        buf: Sym,
+        ty: BufType,
+    },
+    Free {
+        buf: Sym,
+    },
     /// `let name = window`: binds a view without copying.
-    Window { name: Sym, rhs: Expr },
-    Call { proc: Arc<Proc>, args: Vec<Expr> },
+    Window {
+        name: Sym,
+        rhs: Expr,
+    },
+    Call {
+        proc: Arc<Proc>,
+        args: Vec<Expr>,
+    },
 }
 
 #[derive(Debug, PartialEq)]

@@ -1,0 +1,1392 @@
+//! The checking walk: one pass over a proc that types every expression and, where the types
+//! allow, discharges the safety obligations of each statement with the solver.
+
+use crate::smt::{CachingSolver, Solver, Term, Validity, Var, Z3Solver};
+use crate::terms::{self, sym_var, to_term, TermEnv, TermError};
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_ir::print::expr_to_string;
+use weft_ir::visit::Deps;
+use weft_ir::{
+    ArgKind, BinOp, Block, Config, Const, CtrlType, DType, Diagnostic, Expr, ExprKind, MathFn,
+    Memory, Module, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
+};
+
+/// Solver statistics of a check.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckStats {
+    pub procs: usize,
+    pub queries: u64,
+    pub cache_hits: u64,
+    pub solver_time: Duration,
+}
+
+/// Where a window's dimensions sit in the buffer it views (its root).
+#[derive(Clone, Debug)]
+enum RootCoord {
+    /// The root dimension is fixed at this index.
+    Fixed(Term),
+    /// The root dimension follows window dimension `.0`, shifted by `.1`.
+    Dim(usize, Term),
+}
+
+/// What the checker knows about a buffer in scope.
+#[derive(Clone, Debug)]
+struct BufInfo {
+    sym: Sym,
+    elem: DType,
+    shape: Vec<Option<Term>>,
+    shape_text: Vec<String>,
+    strides: Vec<Term>,
+    mem: Arc<Memory>,
+    /// A view with arbitrary strides (a window argument or a window binding).
+    window: bool,
+    root: Sym,
+    root_map: Vec<RootCoord>,
+    /// Block depth of an `alloc` (for `free`), None for arguments and windows.
+    alloc_depth: Option<usize>,
+}
+
+impl BufInfo {
+    fn rank(&self) -> usize {
+        self.shape.len()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Info {
+    Ctrl(CtrlType),
+    Buf(Rc<BufInfo>),
+}
+
+/// Checks procs, sharing one solver and its answer cache across them.
+pub struct Checker {
+    solver: CachingSolver<Z3Solver>,
+    written: HashMap<usize, Rc<HashSet<usize>>>,
+    procs: usize,
+    next_unknown: u64,
+}
+
+impl Default for Checker {
+    fn default() -> Self {
+        Checker::new()
+    }
+}
+
+impl Checker {
+    pub fn new() -> Checker {
+        Checker {
+            solver: CachingSolver::new(Z3Solver::new()),
+            written: HashMap::new(),
+            procs: 0,
+            next_unknown: 1 << 62,
+        }
+    }
+
+    pub fn stats(&self) -> CheckStats {
+        CheckStats {
+            procs: self.procs,
+            queries: self.solver.stats.queries,
+            cache_hits: self.solver.stats.cache_hits,
+            solver_time: self.solver.stats.solver_time,
+        }
+    }
+
+    /// Check one proc (not its callees); returns every diagnostic found.
+    pub fn check_proc(&mut self, p: &Proc) -> Vec<Diagnostic> {
+        self.procs += 1;
+        let mut w = Walk {
+            ck: self,
+            diags: Vec::new(),
+            scope: HashMap::new(),
+            bound: Vec::new(),
+            facts: Vec::new(),
+            freed: HashSet::new(),
+            depth: 0,
+            in_instr: p.is_instr(),
+        };
+        w.proc(p);
+        w.diags
+    }
+
+    /// The indices of `p`'s buffer parameters that `p` may write, through calls too.
+    fn written_params(&mut self, p: &Arc<Proc>) -> Rc<HashSet<usize>> {
+        let key = Arc::as_ptr(p) as usize;
+        if let Some(w) = self.written.get(&key) {
+            return w.clone();
+        }
+        let mut root: HashMap<Sym, usize> = HashMap::new();
+        for (i, a) in p.args.iter().enumerate() {
+            root.insert(a.sym.clone(), i);
+        }
+        let mut out = HashSet::new();
+        self.written_in(&p.body, &mut root, &mut out);
+        let out = Rc::new(out);
+        self.written.insert(key, out.clone());
+        out
+    }
+
+    fn written_in(&mut self, b: &Block, root: &mut HashMap<Sym, usize>, out: &mut HashSet<usize>) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Assign { buf, .. } | StmtKind::Reduce { buf, .. } => {
+                    if let Some(i) = root.get(buf) {
+                        out.insert(*i);
+                    }
+                }
+                StmtKind::Window { name, rhs } => {
+                    if let ExprKind::Window { buf, .. } = &rhs.kind {
+                        if let Some(i) = root.get(buf).copied() {
+                            root.insert(name.clone(), i);
+                        }
+                    }
+                }
+                StmtKind::Call { proc, args } => {
+                    let w = self.written_params(proc);
+                    for (k, a) in args.iter().enumerate() {
+                        if let ExprKind::Window { buf, .. } = &a.kind {
+                            if w.contains(&k) {
+                                if let Some(i) = root.get(buf) {
+                                    out.insert(*i);
+                                }
+                            }
+                        }
+                    }
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    self.written_in(then_body, root, out);
+                    self.written_in(else_body, root, out);
+                }
+                StmtKind::For { body, .. } => self.written_in(body, root, out),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Check a whole module: names are unique, and every proc is well formed and safe.
+pub fn check_module(m: &Module) -> Result<CheckStats, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let mut seen: HashMap<String, Span> = HashMap::new();
+    let items = m
+        .memories
+        .iter()
+        .map(|x| (&x.name, x.span))
+        .chain(m.configs.iter().map(|x| (&x.name, x.span)))
+        .chain(m.procs.iter().map(|x| (&x.name, x.span)));
+    for (name, span) in items {
+        if let Some(first) = seen.get(name) {
+            diags.push(
+                Diagnostic::new(
+                    "duplicate-definition",
+                    span,
+                    format!("`{name}` is defined more than once"),
+                )
+                .with_label(*first, "first defined here"),
+            );
+        } else {
+            seen.insert(name.clone(), span);
+        }
+    }
+    let mut ck = Checker::new();
+    for p in &m.procs {
+        diags.extend(ck.check_proc(p));
+    }
+    if diags.is_empty() {
+        Ok(ck.stats())
+    } else {
+        Err(diags)
+    }
+}
+
+/// Check one proc on its own (its callees are assumed checked).
+pub fn check_proc(p: &Proc) -> Result<(), Vec<Diagnostic>> {
+    let d = Checker::new().check_proc(p);
+    if d.is_empty() {
+        Ok(())
+    } else {
+        Err(d)
+    }
+}
+
+/// Check procs and everything they call, each proc once.
+pub fn check_procs(roots: &[Arc<Proc>]) -> Result<CheckStats, Vec<Diagnostic>> {
+    let deps = Deps::of_all(roots);
+    let mut ck = Checker::new();
+    let mut diags = Vec::new();
+    for p in &deps.procs {
+        diags.extend(ck.check_proc(p));
+    }
+    if diags.is_empty() {
+        Ok(ck.stats())
+    } else {
+        Err(diags)
+    }
+}
+
+struct Walk<'c> {
+    ck: &'c mut Checker,
+    diags: Vec<Diagnostic>,
+    scope: HashMap<Sym, Info>,
+    /// Symbols bound, in order, so blocks can unbind theirs.
+    bound: Vec<Sym>,
+    /// What is known at the current point: preconditions, loop ranges, branch conditions.
+    facts: Vec<Term>,
+    freed: HashSet<Sym>,
+    depth: usize,
+    in_instr: bool,
+}
+
+impl TermEnv for Walk<'_> {
+    fn var(&self, sym: &Sym) -> Option<Term> {
+        match self.scope.get(sym)? {
+            Info::Ctrl(CtrlType::Bool) => Some(Term::BoolVar(sym_var(sym))),
+            Info::Ctrl(_) => Some(Term::IntVar(sym_var(sym))),
+            Info::Buf(_) => None,
+        }
+    }
+    fn stride(&self, buf: &Sym, dim: usize) -> Option<Term> {
+        match self.scope.get(buf)? {
+            Info::Buf(b) => b.strides.get(dim).cloned(),
+            Info::Ctrl(_) => None,
+        }
+    }
+    fn config(&mut self, config: &Config, field: usize) -> Term {
+        unknown_config(&mut self.ck.next_unknown, config, field)
+    }
+}
+
+fn unknown_config(counter: &mut u64, config: &Config, field: usize) -> Term {
+    *counter += 1;
+    let f = config.fields.get(field);
+    let v = Var {
+        id: *counter,
+        name: format!(
+            "{}.{}",
+            config.name,
+            f.map(|f| f.name.as_str()).unwrap_or("?")
+        ),
+    };
+    if f.map(|f| f.ty.ty()) == Some(Ty::Bool) {
+        Term::BoolVar(v)
+    } else {
+        Term::IntVar(v)
+    }
+}
+
+/// A callee's parameters, substituted by a call's arguments.
+struct CalleeEnv<'a> {
+    ctrl: HashMap<Sym, Term>,
+    bufs: HashMap<Sym, Rc<BufInfo>>,
+    counter: &'a mut u64,
+}
+
+impl TermEnv for CalleeEnv<'_> {
+    fn var(&self, sym: &Sym) -> Option<Term> {
+        self.ctrl.get(sym).cloned()
+    }
+    fn stride(&self, buf: &Sym, dim: usize) -> Option<Term> {
+        self.bufs.get(buf)?.strides.get(dim).cloned()
+    }
+    fn config(&mut self, config: &Config, field: usize) -> Term {
+        unknown_config(self.counter, config, field)
+    }
+}
+
+fn dense_strides(shape: &[Option<Term>]) -> Vec<Term> {
+    let mut strides = vec![Term::Int(1); shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        let next = shape[d + 1].clone().unwrap_or(Term::Int(1));
+        strides[d] = match (&strides[d + 1], terms::const_value(&next)) {
+            (Term::Int(1), _) => next,
+            (s, Some(1)) => s.clone(),
+            (s, _) => Term::mul(s.clone(), next),
+        };
+    }
+    strides
+}
+
+fn in_range(i: Term, n: Term) -> Term {
+    Term::And(vec![Term::le(Term::Int(0), i.clone()), Term::lt(i, n)])
+}
+
+impl Walk<'_> {
+    fn err(&mut self, rule: &'static str, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::new(rule, span, msg));
+    }
+
+    /// Prove `goal` from the current facts; report a diagnostic with a counterexample if not.
+    fn require(
+        &mut self,
+        goal: Term,
+        rule: &'static str,
+        span: Span,
+        msg: String,
+        show: &[(&str, &Term)],
+    ) -> bool {
+        match self.ck.solver.check_valid(&self.facts, &goal) {
+            Validity::Valid => true,
+            Validity::Invalid(cex) => {
+                let vals: HashMap<u64, i64> = cex.iter().map(|(v, x)| (v.id, *x)).collect();
+                let mut parts: Vec<String> = cex
+                    .iter()
+                    .map(|(v, x)| format!("{} = {}", v.name, x))
+                    .collect();
+                for (label, t) in show {
+                    if let Some(x) = terms::eval(t, &vals) {
+                        parts.push(format!("{label} = {x}"));
+                    }
+                }
+                let note = if parts.is_empty() {
+                    "counterexample: always".to_string()
+                } else {
+                    format!("counterexample: {}", parts.join(", "))
+                };
+                self.diags
+                    .push(Diagnostic::new(rule, span, msg).with_note(note));
+                false
+            }
+            Validity::Unknown => {
+                self.diags.push(
+                    Diagnostic::new(rule, span, msg)
+                        .with_note("the solver could not decide this obligation"),
+                );
+                false
+            }
+        }
+    }
+
+    fn bind(&mut self, sym: &Sym, info: Info, span: Span) {
+        if self.scope.contains_key(sym) {
+            self.err(
+                "duplicate-definition",
+                span,
+                format!("`{sym}` is bound twice (the same symbol)"),
+            );
+            return;
+        }
+        self.scope.insert(sym.clone(), info);
+        self.bound.push(sym.clone());
+    }
+
+    fn unbind_to(&mut self, mark: usize) {
+        while self.bound.len() > mark {
+            if let Some(s) = self.bound.pop() {
+                self.scope.remove(&s);
+                self.freed.remove(&s);
+            }
+        }
+    }
+
+    fn buffer(&mut self, sym: &Sym, span: Span) -> Option<Rc<BufInfo>> {
+        match self.scope.get(sym) {
+            Some(Info::Buf(b)) => {
+                if self.freed.contains(sym) {
+                    self.err(
+                        "use-after-free",
+                        span,
+                        format!("`{sym}` is used after `free`"),
+                    );
+                    return None;
+                }
+                Some(b.clone())
+            }
+            Some(Info::Ctrl(_)) => {
+                self.err(
+                    "type",
+                    span,
+                    format!("`{sym}` is a control value, not a buffer"),
+                );
+                None
+            }
+            None => {
+                self.err(
+                    "unknown-name",
+                    span,
+                    format!("`{sym}` is not in scope here"),
+                );
+                None
+            }
+        }
+    }
+
+    // ----- types -----
+
+    fn type_of(&mut self, e: &Expr) -> Option<Ty> {
+        let t = self.compute_type(e)?;
+        if t != e.ty {
+            self.err(
+                "type",
+                e.span,
+                format!(
+                    "`{}` is annotated as {} but has type {t}",
+                    expr_to_string(e),
+                    e.ty
+                ),
+            );
+            return None;
+        }
+        Some(t)
+    }
+
+    fn compute_type(&mut self, e: &Expr) -> Option<Ty> {
+        let show = || expr_to_string(e);
+        Some(match &e.kind {
+            ExprKind::Const(c) => {
+                let ok = match (c, e.ty) {
+                    (Const::Int(_), Ty::Int) | (Const::Bool(_), Ty::Bool) => true,
+                    (Const::Bool(_), Ty::Data(DType::Bool)) => true,
+                    (Const::Int(v), Ty::Data(d)) if d.is_int() => {
+                        let (lo, hi) = d.int_range().unwrap_or((0, 0));
+                        if (*v as i128) < lo || (*v as i128) > hi {
+                            self.err("type", e.span, format!("literal {v} does not fit in {d}"));
+                            return None;
+                        }
+                        true
+                    }
+                    (Const::Int(_), Ty::Data(d)) | (Const::Float(_), Ty::Data(d)) => d.is_float(),
+                    _ => false,
+                };
+                if !ok {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!("literal `{}` cannot have type {}", show(), e.ty),
+                    );
+                    return None;
+                }
+                e.ty
+            }
+            ExprKind::Var(s) => match self.scope.get(s) {
+                Some(Info::Ctrl(c)) => c.ty(),
+                Some(Info::Buf(_)) => {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!("buffer `{s}` used as a control value"),
+                    );
+                    return None;
+                }
+                None => {
+                    self.err(
+                        "unknown-name",
+                        e.span,
+                        format!("`{s}` is not in scope here"),
+                    );
+                    return None;
+                }
+            },
+            ExprKind::Read { buf, idx } => {
+                let b = self.buffer(buf, e.span)?;
+                if idx.len() != b.rank() {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!(
+                            "`{buf}` has rank {} but is indexed with {} indices",
+                            b.rank(),
+                            idx.len()
+                        ),
+                    );
+                    return None;
+                }
+                for i in idx {
+                    self.expect_ctrl(i, Ty::Int, "an index")?;
+                }
+                self.check_addressable(&b, e.span);
+                Ty::Data(b.elem)
+            }
+            ExprKind::Unary(op, a) => {
+                let t = self.type_of(a)?;
+                let ok = match op {
+                    UnOp::Neg => {
+                        matches!(t, Ty::Int) || matches!(t, Ty::Data(d) if d != DType::Bool)
+                    }
+                    UnOp::Not => matches!(t, Ty::Bool | Ty::Data(DType::Bool)),
+                };
+                if !ok {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!("`{}` cannot be applied to {t}", show()),
+                    );
+                    return None;
+                }
+                t
+            }
+            ExprKind::Binary(op, a, b) => {
+                let ta = self.type_of(a);
+                let tb = self.type_of(b);
+                let (ta, tb) = (ta?, tb?);
+                if ta != tb {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!(
+                            "operands of `{}` have different types: {ta} and {tb} (weft inserts no implicit conversions; write a cast)",
+                            op.symbol()
+                        ),
+                    );
+                    return None;
+                }
+                let is_bool = matches!(ta, Ty::Bool | Ty::Data(DType::Bool));
+                let is_float = matches!(ta, Ty::Data(d) if d.is_float());
+                let ok = if op.is_logic() {
+                    is_bool
+                } else if matches!(op, BinOp::Eq | BinOp::Ne) {
+                    !matches!(ta, Ty::Buffer(_))
+                } else {
+                    !(is_bool || matches!(ta, Ty::Buffer(_)) || (*op == BinOp::Mod && is_float))
+                };
+                if !ok {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!("`{}` is not defined on {ta}", op.symbol()),
+                    );
+                    return None;
+                }
+                if op.is_comparison() {
+                    ta.bool_like()
+                } else {
+                    ta
+                }
+            }
+            ExprKind::Select(c, a, b) => {
+                let tc = self.type_of(c);
+                let ta = self.type_of(a);
+                let tb = self.type_of(b);
+                let (tc, ta, tb) = (tc?, ta?, tb?);
+                if !matches!(tc, Ty::Bool | Ty::Data(DType::Bool)) {
+                    self.err(
+                        "type",
+                        c.span,
+                        format!("the condition of `select` must be a bool, found {tc}"),
+                    );
+                    return None;
+                }
+                if ta != tb {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!("the branches of `select` have different types: {ta} and {tb}"),
+                    );
+                    return None;
+                }
+                if matches!(tc, Ty::Data(_)) && ta.is_control() {
+                    self.err(
+                        "data-dependent-control",
+                        e.span,
+                        "a control value cannot be selected by a data condition",
+                    );
+                    return None;
+                }
+                ta
+            }
+            ExprKind::Cast(to, a) => {
+                let t = self.type_of(a)?;
+                if matches!(t, Ty::Buffer(_)) {
+                    self.err("type", e.span, "a buffer cannot be cast");
+                    return None;
+                }
+                Ty::Data(*to)
+            }
+            ExprKind::Math(f, args) => {
+                if args.len() != f.arity() {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!(
+                            "`{}` takes {} arguments, found {}",
+                            f.name(),
+                            f.arity(),
+                            args.len()
+                        ),
+                    );
+                    return None;
+                }
+                let mut tys = Vec::new();
+                for a in args {
+                    tys.push(self.type_of(a));
+                }
+                let tys: Option<Vec<Ty>> = tys.into_iter().collect();
+                let tys = tys?;
+                let t = tys[0];
+                let ok = tys.iter().all(|x| *x == t)
+                    && match t {
+                        Ty::Data(d) => d.is_float() || (*f == MathFn::Abs && d.is_int()),
+                        _ => false,
+                    };
+                if !ok {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!(
+                            "`{}` needs float data arguments of one type, found {}",
+                            f.name(),
+                            tys.iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                    return None;
+                }
+                t
+            }
+            ExprKind::Window { .. } => {
+                self.err(
+                    "type",
+                    e.span,
+                    "a window can only be a call argument or bound by `let`",
+                );
+                return None;
+            }
+            ExprKind::Stride { buf, dim } => {
+                let b = self.buffer(buf, e.span)?;
+                if *dim >= b.rank() {
+                    self.err(
+                        "type",
+                        e.span,
+                        format!(
+                            "`{buf}` has rank {}, so it has no dimension {dim}",
+                            b.rank()
+                        ),
+                    );
+                    return None;
+                }
+                Ty::Int
+            }
+            ExprKind::ReadConfig { config, field } => match config.fields.get(*field) {
+                Some(f) => f.ty.ty(),
+                None => {
+                    self.err(
+                        "unknown-name",
+                        e.span,
+                        format!("config `{}` has no field {field}", config.name),
+                    );
+                    return None;
+                }
+            },
+        })
+    }
+
+    /// Type-check a control expression and translate it to a term.
+    fn expect_ctrl(&mut self, e: &Expr, want: Ty, what: &str) -> Option<Term> {
+        let t = self.type_of(e)?;
+        if let Ty::Data(_) = t {
+            self.err(
+                "data-dependent-control",
+                e.span,
+                format!(
+                    "{what} depends on data (`{}` has type {t}); control values cannot be computed from buffer contents",
+                    expr_to_string(e)
+                ),
+            );
+            return None;
+        }
+        if t != want {
+            self.err(
+                "type",
+                e.span,
+                format!("{what} must be a {want}, found {t}"),
+            );
+            return None;
+        }
+        match to_term(e, self) {
+            Ok(t) => Some(t),
+            Err(TermError::NotQuasiAffine(sub)) => {
+                self.err(
+                    "quasi-affine",
+                    sub.span.to(e.span),
+                    format!(
+                        "`{}` is not quasi-affine: control arithmetic may multiply, divide and take remainders only by constants (and divide only by positive ones)",
+                        expr_to_string(&sub)
+                    ),
+                );
+                None
+            }
+            Err(TermError::NotControl(sub)) => {
+                self.err(
+                    "type",
+                    sub.span.to(e.span),
+                    format!("`{}` is not a control value", expr_to_string(&sub)),
+                );
+                None
+            }
+            Err(TermError::Unbound(s)) => {
+                self.err(
+                    "unknown-name",
+                    e.span,
+                    format!("`{s}` is not in scope here"),
+                );
+                None
+            }
+        }
+    }
+
+    fn check_addressable(&mut self, b: &BufInfo, span: Span) {
+        if !b.mem.addressable && !self.in_instr {
+            self.err(
+                "memory",
+                span,
+                format!(
+                    "`{}` lives in memory {}, which is not addressable: only instructions may access it",
+                    b.sym, b.mem.name
+                ),
+            );
+        }
+    }
+
+    fn check_last_dim(&mut self, sym: &Sym, mem: &Memory, shape: &[Expr], span: Span) {
+        if let Some(want) = mem.last_dim {
+            let last = shape.last().and_then(|e| e.as_int_const());
+            if last != Some(want) {
+                self.err(
+                    "memory",
+                    span,
+                    format!(
+                        "memory {} requires the innermost dimension of `{sym}` to be the constant {want}",
+                        mem.name
+                    ),
+                );
+            }
+        }
+    }
+
+    fn bounds(
+        &mut self,
+        b: &BufInfo,
+        idx: &[Expr],
+        terms: &[Option<Term>],
+        span: Span,
+        what: &str,
+    ) {
+        for (d, (i, e)) in terms.iter().zip(idx).enumerate() {
+            let (Some(i), Some(n)) = (i, b.shape[d].clone()) else {
+                continue;
+            };
+            let msg = format!(
+                "{what} of `{}` may be out of bounds: index `{}` in dimension {d} must lie in 0..{}",
+                b.sym,
+                expr_to_string(e),
+                b.shape_text[d]
+            );
+            self.require(
+                in_range(i.clone(), n.clone()),
+                "bounds",
+                span,
+                msg,
+                &[("index", i), ("extent", &n)],
+            );
+        }
+    }
+
+    // ----- windows and calls -----
+
+    fn window(&mut self, e: &Expr) -> Option<Rc<BufInfo>> {
+        let ExprKind::Window { buf, coords } = &e.kind else {
+            self.err(
+                "type",
+                e.span,
+                format!("`{}` is not a buffer or window", expr_to_string(e)),
+            );
+            return None;
+        };
+        let src = self.buffer(buf, e.span)?;
+        if coords.is_empty() {
+            return Some(src);
+        }
+        if coords.len() != src.rank() {
+            self.err(
+                "type",
+                e.span,
+                format!(
+                    "`{buf}` has rank {} but the window has {} coordinates",
+                    src.rank(),
+                    coords.len()
+                ),
+            );
+            return None;
+        }
+        let mut shape = Vec::new();
+        let mut shape_text = Vec::new();
+        let mut strides = Vec::new();
+        let mut src_to_new: Vec<Result<usize, Term>> = Vec::new();
+        let mut offsets = Vec::new();
+        let mut ok = true;
+        for (d, c) in coords.iter().enumerate() {
+            let n = src.shape[d].clone();
+            match c {
+                WinCoord::Point(p) => {
+                    let Some(pt) = self.expect_ctrl(p, Ty::Int, "a window coordinate") else {
+                        ok = false;
+                        continue;
+                    };
+                    if let Some(n) = n {
+                        let msg = format!(
+                            "window of `{buf}` may be out of bounds: point `{}` in dimension {d} must lie in 0..{}",
+                            expr_to_string(p), src.shape_text[d]
+                        );
+                        self.require(
+                            in_range(pt.clone(), n.clone()),
+                            "bounds",
+                            e.span,
+                            msg,
+                            &[("index", &pt), ("extent", &n)],
+                        );
+                    }
+                    src_to_new.push(Err(pt.clone()));
+                    offsets.push(pt);
+                }
+                WinCoord::Interval(lo, hi) => {
+                    let l = self.expect_ctrl(lo, Ty::Int, "a window bound");
+                    let h = self.expect_ctrl(hi, Ty::Int, "a window bound");
+                    let (Some(l), Some(h)) = (l, h) else {
+                        ok = false;
+                        continue;
+                    };
+                    if let Some(n) = n {
+                        let msg = format!(
+                            "window of `{buf}` may be out of bounds: interval `{}:{}` in dimension {d} must lie within 0..{}",
+                            expr_to_string(lo), expr_to_string(hi), src.shape_text[d]
+                        );
+                        let goal = Term::And(vec![
+                            Term::le(Term::Int(0), l.clone()),
+                            Term::le(l.clone(), h.clone()),
+                            Term::le(h.clone(), n.clone()),
+                        ]);
+                        self.require(
+                            goal,
+                            "bounds",
+                            e.span,
+                            msg,
+                            &[("low", &l), ("high", &h), ("extent", &n)],
+                        );
+                    }
+                    src_to_new.push(Ok(shape.len()));
+                    shape.push(Some(Term::sub(h, l.clone())));
+                    shape_text.push(format!("{} - {}", expr_to_string(hi), expr_to_string(lo)));
+                    strides.push(src.strides[d].clone());
+                    offsets.push(l);
+                }
+            }
+        }
+        if !ok {
+            return None;
+        }
+        let root_map = src
+            .root_map
+            .iter()
+            .map(|rc| match rc {
+                RootCoord::Fixed(t) => RootCoord::Fixed(t.clone()),
+                RootCoord::Dim(k, off) => {
+                    let at = Term::add(off.clone(), offsets[*k].clone());
+                    match &src_to_new[*k] {
+                        Err(_) => RootCoord::Fixed(at),
+                        Ok(nd) => RootCoord::Dim(*nd, at),
+                    }
+                }
+            })
+            .collect();
+        Some(Rc::new(BufInfo {
+            sym: buf.clone(),
+            elem: src.elem,
+            shape,
+            shape_text,
+            strides,
+            mem: src.mem.clone(),
+            window: true,
+            root: src.root.clone(),
+            root_map,
+            alloc_depth: None,
+        }))
+    }
+
+    /// The box of root cells a buffer view covers: per root dimension, `[lo, hi)`.
+    fn root_box(b: &BufInfo) -> Option<Vec<(Term, Term)>> {
+        b.root_map
+            .iter()
+            .map(|rc| match rc {
+                RootCoord::Fixed(t) => Some((t.clone(), Term::add(t.clone(), Term::Int(1)))),
+                RootCoord::Dim(k, off) => {
+                    let n = b.shape.get(*k)?.clone()?;
+                    Some((off.clone(), Term::add(off.clone(), n)))
+                }
+            })
+            .collect()
+    }
+
+    fn call(&mut self, callee: &Arc<Proc>, args: &[Expr], span: Span) {
+        if args.len() != callee.args.len() {
+            self.err(
+                "call",
+                span,
+                format!(
+                    "`{}` takes {} arguments, found {}",
+                    callee.name,
+                    callee.args.len(),
+                    args.len()
+                ),
+            );
+            return;
+        }
+        let mut counter = self.ck.next_unknown;
+        let mut env = CalleeEnv {
+            ctrl: HashMap::new(),
+            bufs: HashMap::new(),
+            counter: &mut counter,
+        };
+        let mut ok = true;
+        let mut buf_args: Vec<(usize, Rc<BufInfo>)> = Vec::new();
+        for (k, (param, arg)) in callee.args.iter().zip(args).enumerate() {
+            let pname = param.sym.name();
+            match &param.kind {
+                ArgKind::Ctrl(c) => {
+                    let what = format!("argument `{pname}` of `{}`", callee.name);
+                    match self.expect_ctrl(arg, c.ty(), &what) {
+                        Some(t) => {
+                            if *c == CtrlType::Size {
+                                let msg = format!(
+                                    "size argument `{pname}` of `{}` may not be positive: `{}`",
+                                    callee.name,
+                                    expr_to_string(arg)
+                                );
+                                self.require(
+                                    Term::lt(Term::Int(0), t.clone()),
+                                    "precondition",
+                                    arg.span.to(span),
+                                    msg,
+                                    &[(pname, &t)],
+                                );
+                            }
+                            env.ctrl.insert(param.sym.clone(), t);
+                        }
+                        None => ok = false,
+                    }
+                }
+                ArgKind::Buf(bt) => {
+                    let Some(info) = self.window(arg) else {
+                        ok = false;
+                        continue;
+                    };
+                    let problem = if info.elem != bt.elem {
+                        Some(format!(
+                            "has element type {} but `{pname}` expects {}",
+                            info.elem, bt.elem
+                        ))
+                    } else if info.rank() != bt.rank() {
+                        Some(format!(
+                            "has rank {} but `{pname}` expects rank {}",
+                            info.rank(),
+                            bt.rank()
+                        ))
+                    } else if info.mem.name != bt.mem.name {
+                        Some(format!(
+                            "lives in {} but `{pname}` expects memory {}",
+                            info.mem.name, bt.mem.name
+                        ))
+                    } else if !bt.window && info.window {
+                        Some(format!("is a window but `{pname}` expects a dense tensor (declare the parameter as a window `[{}][..]`)", bt.elem))
+                    } else {
+                        None
+                    };
+                    if let Some(p) = problem {
+                        self.err(
+                            "call",
+                            arg.span.to(span),
+                            format!(
+                                "argument `{}` of `{}` {p}",
+                                expr_to_string(arg),
+                                callee.name
+                            ),
+                        );
+                        ok = false;
+                        continue;
+                    }
+                    env.bufs.insert(param.sym.clone(), info.clone());
+                    buf_args.push((k, info));
+                }
+            }
+        }
+        if !ok {
+            self.ck.next_unknown = counter;
+            return;
+        }
+        // Shapes of buffer arguments must equal the parameters' declared shapes.
+        let mut obligations: Vec<(Term, &'static str, Span, String)> = Vec::new();
+        for (k, info) in &buf_args {
+            let param = &callee.args[*k];
+            let Some(bt) = param.buf() else { continue };
+            for (d, dim) in bt.shape.iter().enumerate() {
+                let Ok(want) = to_term(dim, &mut env) else {
+                    continue;
+                };
+                let Some(have) = info.shape[d].clone() else {
+                    continue;
+                };
+                obligations.push((
+                    Term::eq(have, want),
+                    "call",
+                    args[*k].span.to(span),
+                    format!(
+                        "argument `{}` of `{}` may have the wrong shape: dimension {d} is {} but `{}` expects {}",
+                        expr_to_string(&args[*k]), callee.name, info.shape_text[d], param.sym, expr_to_string(dim)
+                    ),
+                ));
+            }
+        }
+        for pred in &callee.preds {
+            if let Ok(t) = to_term(pred, &mut env) {
+                obligations.push((
+                    t,
+                    "precondition",
+                    span,
+                    format!(
+                        "this call may violate the precondition `{}` of `{}`",
+                        expr_to_string(pred),
+                        callee.name
+                    ),
+                ));
+            }
+        }
+        self.ck.next_unknown = counter;
+        for (goal, rule, sp, msg) in obligations {
+            self.require(goal, rule, sp, msg, &[]);
+        }
+        // Overlapping views of one buffer may not be passed where the callee writes one of them.
+        let written = self.ck.written_params(callee);
+        for (i, (ki, a)) in buf_args.iter().enumerate() {
+            for (kj, b) in &buf_args[i + 1..] {
+                if a.root != b.root || !(written.contains(ki) || written.contains(kj)) {
+                    continue;
+                }
+                let (Some(ba), Some(bb)) = (Self::root_box(a), Self::root_box(b)) else {
+                    continue;
+                };
+                let disjoint = Term::Or(
+                    ba.iter()
+                        .zip(&bb)
+                        .flat_map(|((alo, ahi), (blo, bhi))| {
+                            [
+                                Term::le(ahi.clone(), blo.clone()),
+                                Term::le(bhi.clone(), alo.clone()),
+                            ]
+                        })
+                        .collect(),
+                );
+                let msg = format!(
+                    "arguments `{}` and `{}` of `{}` may overlap, and `{}` writes one of them",
+                    expr_to_string(&args[*ki]),
+                    expr_to_string(&args[*kj]),
+                    callee.name,
+                    callee.name
+                );
+                self.require(disjoint, "alias", span, msg, &[]);
+            }
+        }
+    }
+
+    // ----- statements -----
+
+    fn block(&mut self, b: &Block) {
+        let mark = self.bound.len();
+        self.depth += 1;
+        for s in b {
+            self.stmt(s);
+        }
+        self.depth -= 1;
+        self.unbind_to(mark);
+    }
+
+    fn write(&mut self, s: &Stmt, buf: &Sym, idx: &[Expr], rhs: &Expr, reduce: bool) {
+        let b = self.buffer(buf, s.span);
+        let terms: Vec<Option<Term>> = idx
+            .iter()
+            .map(|i| self.expect_ctrl(i, Ty::Int, "an index"))
+            .collect();
+        let rt = self.type_of(rhs);
+        let Some(b) = b else { return };
+        if idx.len() != b.rank() {
+            self.err(
+                "type",
+                s.span,
+                format!(
+                    "`{buf}` has rank {} but is indexed with {} indices",
+                    b.rank(),
+                    idx.len()
+                ),
+            );
+            return;
+        }
+        if let Some(rt) = rt {
+            if rt != Ty::Data(b.elem) {
+                self.err(
+                    "type",
+                    rhs.span.to(s.span),
+                    format!(
+                        "cannot store a value of type {rt} into `{buf}`, whose elements are {} (write a cast)",
+                        b.elem
+                    ),
+                );
+            } else if reduce && b.elem == DType::Bool {
+                self.err("type", s.span, "`+=` is not defined on bool");
+            }
+        }
+        self.check_addressable(&b, s.span);
+        let what = if reduce { "reduction" } else { "write" };
+        self.bounds(&b, idx, &terms, s.span, what);
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Pass => {}
+            StmtKind::Assign { buf, idx, rhs } => self.write(s, buf, idx, rhs, false),
+            StmtKind::Reduce { buf, idx, rhs } => self.write(s, buf, idx, rhs, true),
+            StmtKind::WriteConfig { config, field, rhs } => {
+                let Some(f) = config.fields.get(*field) else {
+                    self.err(
+                        "unknown-name",
+                        s.span,
+                        format!("config `{}` has no field {field}", config.name),
+                    );
+                    return;
+                };
+                let want = f.ty.ty();
+                if want.is_control() {
+                    self.expect_ctrl(rhs, want, "a control config field's value");
+                } else if let Some(t) = self.type_of(rhs) {
+                    if t != want {
+                        self.err(
+                            "type",
+                            s.span,
+                            format!("cannot store {t} into config field of type {want}"),
+                        );
+                    }
+                }
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let c = self.expect_ctrl(cond, Ty::Bool, "an `if` condition");
+                let n = self.facts.len();
+                if let Some(c) = &c {
+                    self.facts.push(c.clone());
+                }
+                self.block(then_body);
+                self.facts.truncate(n);
+                if let Some(c) = c {
+                    self.facts.push(Term::not(c));
+                }
+                self.block(else_body);
+                self.facts.truncate(n);
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                let l = self.expect_ctrl(lo, Ty::Int, "a loop bound");
+                let h = self.expect_ctrl(hi, Ty::Int, "a loop bound");
+                let mark = self.bound.len();
+                let n = self.facts.len();
+                self.bind(var, Info::Ctrl(CtrlType::Index), s.span);
+                let v = Term::IntVar(sym_var(var));
+                if let Some(l) = l {
+                    self.facts.push(Term::le(l, v.clone()));
+                }
+                if let Some(h) = h {
+                    self.facts.push(Term::lt(v, h));
+                }
+                self.block(body);
+                self.facts.truncate(n);
+                self.unbind_to(mark);
+            }
+            StmtKind::Alloc { buf, ty } => {
+                let shape: Vec<Option<Term>> = ty
+                    .shape
+                    .iter()
+                    .map(|d| self.expect_ctrl(d, Ty::Int, "an allocation size"))
+                    .collect();
+                for (d, (t, e)) in shape.iter().zip(&ty.shape).enumerate() {
+                    if let Some(t) = t {
+                        let msg = format!(
+                            "size `{}` of dimension {d} of `{buf}` may not be positive",
+                            expr_to_string(e)
+                        );
+                        self.require(
+                            Term::lt(Term::Int(0), t.clone()),
+                            "size-positive",
+                            s.span,
+                            msg,
+                            &[("size", t)],
+                        );
+                    }
+                }
+                if ty.window {
+                    self.err("type", s.span, "an allocation cannot be a window");
+                }
+                self.check_last_dim(buf, &ty.mem, &ty.shape, s.span);
+                let info = BufInfo {
+                    sym: buf.clone(),
+                    elem: ty.elem,
+                    strides: dense_strides(&shape),
+                    shape_text: ty.shape.iter().map(expr_to_string).collect(),
+                    root_map: (0..shape.len())
+                        .map(|d| RootCoord::Dim(d, Term::Int(0)))
+                        .collect(),
+                    shape,
+                    mem: ty.mem.clone(),
+                    window: false,
+                    root: buf.clone(),
+                    alloc_depth: Some(self.depth),
+                };
+                self.bind(buf, Info::Buf(Rc::new(info)), s.span);
+            }
+            StmtKind::Free { buf } => {
+                let Some(b) = self.buffer(buf, s.span) else {
+                    return;
+                };
+                if b.alloc_depth != Some(self.depth) {
+                    self.err(
+                        "free",
+                        s.span,
+                        format!("`{buf}` can only be freed in the block that allocates it"),
+                    );
+                    return;
+                }
+                self.freed.insert(buf.clone());
+            }
+            StmtKind::Window { name, rhs } => {
+                if let Some(info) = self.window(rhs) {
+                    let info = BufInfo {
+                        sym: name.clone(),
+                        ..(*info).clone()
+                    };
+                    self.bind(name, Info::Buf(Rc::new(info)), s.span);
+                }
+            }
+            StmtKind::Call { proc, args } => self.call(proc, args, s.span),
+        }
+    }
+
+    fn proc(&mut self, p: &Proc) {
+        // Control arguments first: buffer shapes may name any of them.
+        for a in &p.args {
+            if let ArgKind::Ctrl(c) = &a.kind {
+                self.bind(&a.sym, Info::Ctrl(*c), a.span);
+                if *c == CtrlType::Size {
+                    self.facts
+                        .push(Term::lt(Term::Int(0), Term::IntVar(sym_var(&a.sym))));
+                }
+            }
+        }
+        let mut shapes = Vec::new();
+        for a in &p.args {
+            if let ArgKind::Buf(bt) = &a.kind {
+                let shape: Vec<Option<Term>> = bt
+                    .shape
+                    .iter()
+                    .map(|d| self.expect_ctrl(d, Ty::Int, "a buffer extent"))
+                    .collect();
+                let strides = if bt.window {
+                    (0..shape.len())
+                        .map(|d| {
+                            Term::IntVar(Var {
+                                id: a.sym.id() * 64 + d as u64 + (1 << 61),
+                                name: format!("stride({}, {d})", a.sym),
+                            })
+                        })
+                        .collect()
+                } else {
+                    dense_strides(&shape)
+                };
+                self.check_last_dim(&a.sym, &bt.mem, &bt.shape, a.span);
+                shapes.push((a, shape.clone()));
+                let info = BufInfo {
+                    sym: a.sym.clone(),
+                    elem: bt.elem,
+                    shape_text: bt.shape.iter().map(expr_to_string).collect(),
+                    root_map: (0..shape.len())
+                        .map(|d| RootCoord::Dim(d, Term::Int(0)))
+                        .collect(),
+                    shape,
+                    strides,
+                    mem: bt.mem.clone(),
+                    window: bt.window,
+                    root: a.sym.clone(),
+                    alloc_depth: None,
+                };
+                self.bind(&a.sym, Info::Buf(Rc::new(info)), a.span);
+            }
+        }
+        for pred in &p.preds {
+            if let Some(t) = self.expect_ctrl(pred, Ty::Bool, "a precondition") {
+                self.facts.push(t);
+            }
+        }
+        for (a, shape) in shapes {
+            for (d, t) in shape.into_iter().enumerate() {
+                if let Some(t) = t {
+                    let msg = format!("extent {d} of `{}` may not be positive", a.sym);
+                    self.require(
+                        Term::lt(Term::Int(0), t.clone()),
+                        "size-positive",
+                        a.span,
+                        msg,
+                        &[("extent", &t)],
+                    );
+                }
+            }
+        }
+        if let Some(instr) = &p.instr {
+            self.template(p, &instr.template);
+        }
+        self.block(&p.body);
+    }
+
+    /// Instruction templates may name only their own arguments.
+    fn template(&mut self, p: &Proc, t: &str) {
+        let mut rest = t;
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                self.err(
+                    "template",
+                    p.span,
+                    format!("instruction `{}`: unclosed `{{` in template", p.name),
+                );
+                return;
+            };
+            let key = &after[..close];
+            let ok = p.args.iter().any(|a| {
+                let n = a.sym.name();
+                match &a.kind {
+                    ArgKind::Ctrl(_) => key == n,
+                    ArgKind::Buf(b) => {
+                        key == format!("{n}_data")
+                            || key
+                                .strip_prefix(&format!("{n}_stride_"))
+                                .and_then(|k| k.parse::<usize>().ok())
+                                .is_some_and(|k| k < b.rank())
+                    }
+                }
+            });
+            if !ok {
+                self.err(
+                    "template",
+                    p.span,
+                    format!(
+                        "instruction `{}`: template placeholder `{{{key}}}` names no argument (use `{{arg}}` for control arguments, `{{arg_data}}` and `{{arg_stride_K}}` for buffers)",
+                        p.name
+                    ),
+                );
+            }
+            rest = &after[close + 1..];
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! A small solver interface: quantifier-free linear integer arithmetic terms, and a validity
+//! query that returns a counterexample. z3 implements it ([`Z3Solver`]); another solver can be
+//! plugged in by implementing [`Solver`].
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// A solver variable: a unique id and a display name (`M`, `i`, `stride(A, 0)`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var {
+    pub id: u64,
+    pub name: String,
+}
+
+/// An integer or boolean term.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Term {
+    Int(i64),
+    Bool(bool),
+    IntVar(Var),
+    BoolVar(Var),
+    Add(Box<Term>, Box<Term>),
+    Sub(Box<Term>, Box<Term>),
+    Neg(Box<Term>),
+    /// Multiplication; linear when one side is a constant.
+    Mul(Box<Term>, Box<Term>),
+    /// Euclidean division (floor division for a positive divisor), as in SMT-LIB.
+    Div(Box<Term>, Box<Term>),
+    Mod(Box<Term>, Box<Term>),
+    Ite(Box<Term>, Box<Term>, Box<Term>),
+    Lt(Box<Term>, Box<Term>),
+    Le(Box<Term>, Box<Term>),
+    Eq(Box<Term>, Box<Term>),
+    And(Vec<Term>),
+    Or(Vec<Term>),
+    Not(Box<Term>),
+}
+
+#[allow(clippy::should_implement_trait)]
+impl Term {
+    pub fn add(a: Term, b: Term) -> Term {
+        Term::Add(Box::new(a), Box::new(b))
+    }
+    pub fn sub(a: Term, b: Term) -> Term {
+        Term::Sub(Box::new(a), Box::new(b))
+    }
+    pub fn mul(a: Term, b: Term) -> Term {
+        Term::Mul(Box::new(a), Box::new(b))
+    }
+    pub fn lt(a: Term, b: Term) -> Term {
+        Term::Lt(Box::new(a), Box::new(b))
+    }
+    pub fn le(a: Term, b: Term) -> Term {
+        Term::Le(Box::new(a), Box::new(b))
+    }
+    pub fn eq(a: Term, b: Term) -> Term {
+        Term::Eq(Box::new(a), Box::new(b))
+    }
+    pub fn not(a: Term) -> Term {
+        Term::Not(Box::new(a))
+    }
+    pub fn ite(c: Term, a: Term, b: Term) -> Term {
+        Term::Ite(Box::new(c), Box::new(a), Box::new(b))
+    }
+
+    /// Collect the variables of the term.
+    pub fn vars(&self, out: &mut Vec<Var>) {
+        match self {
+            Term::Int(_) | Term::Bool(_) => {}
+            Term::IntVar(v) | Term::BoolVar(v) => {
+                if !out.contains(v) {
+                    out.push(v.clone())
+                }
+            }
+            Term::Neg(a) | Term::Not(a) => a.vars(out),
+            Term::Add(a, b)
+            | Term::Sub(a, b)
+            | Term::Mul(a, b)
+            | Term::Div(a, b)
+            | Term::Mod(a, b)
+            | Term::Lt(a, b)
+            | Term::Le(a, b)
+            | Term::Eq(a, b) => {
+                a.vars(out);
+                b.vars(out);
+            }
+            Term::Ite(c, a, b) => {
+                c.vars(out);
+                a.vars(out);
+                b.vars(out);
+            }
+            Term::And(v) | Term::Or(v) => v.iter().for_each(|t| t.vars(out)),
+        }
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Term::Int(v) => write!(f, "{v}"),
+            Term::Bool(v) => write!(f, "{v}"),
+            Term::IntVar(v) | Term::BoolVar(v) => write!(f, "{}", v.name),
+            Term::Add(a, b) => write!(f, "({a} + {b})"),
+            Term::Sub(a, b) => write!(f, "({a} - {b})"),
+            Term::Neg(a) => write!(f, "-{a}"),
+            Term::Mul(a, b) => write!(f, "({a} * {b})"),
+            Term::Div(a, b) => write!(f, "({a} / {b})"),
+            Term::Mod(a, b) => write!(f, "({a} % {b})"),
+            Term::Ite(c, a, b) => write!(f, "select({c}, {a}, {b})"),
+            Term::Lt(a, b) => write!(f, "{a} < {b}"),
+            Term::Le(a, b) => write!(f, "{a} <= {b}"),
+            Term::Eq(a, b) => write!(f, "{a} == {b}"),
+            Term::And(v) => {
+                let s: Vec<String> = v.iter().map(|t| t.to_string()).collect();
+                write!(f, "({})", s.join(" and "))
+            }
+            Term::Or(v) => {
+                let s: Vec<String> = v.iter().map(|t| t.to_string()).collect();
+                write!(f, "({})", s.join(" or "))
+            }
+            Term::Not(a) => write!(f, "not ({a})"),
+        }
+    }
+}
+
+/// The answer to "do the facts imply the goal?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Validity {
+    Valid,
+    /// A counterexample: values of the variables of the query (in a stable order) under which
+    /// the facts hold and the goal does not.
+    Invalid(Vec<(Var, i64)>),
+    /// The solver gave up (for example on non-linear arithmetic).
+    Unknown,
+}
+
+/// A decision procedure for validity of `facts ⇒ goal` over integers and booleans.
+pub trait Solver {
+    fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity;
+}
+
+/// Statistics kept by [`CachingSolver`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SolverStats {
+    pub queries: u64,
+    pub cache_hits: u64,
+    pub solver_time: std::time::Duration,
+}
+
+/// Caches answers of an inner solver by the exact query.
+pub struct CachingSolver<S: Solver> {
+    inner: S,
+    cache: HashMap<(Vec<Term>, Term), Validity>,
+    pub stats: SolverStats,
+}
+
+impl<S: Solver> CachingSolver<S> {
+    pub fn new(inner: S) -> Self {
+        CachingSolver {
+            inner,
+            cache: HashMap::new(),
+            stats: SolverStats::default(),
+        }
+    }
+}
+
+impl<S: Solver> Solver for CachingSolver<S> {
+    fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.stats.queries += 1;
+        let key = (facts.to_vec(), goal.clone());
+        if let Some(v) = self.cache.get(&key) {
+            self.stats.cache_hits += 1;
+            return v.clone();
+        }
+        let t0 = std::time::Instant::now();
+        let v = self.inner.check_valid(facts, goal);
+        self.stats.solver_time += t0.elapsed();
+        self.cache.insert(key, v.clone());
+        v
+    }
+}
+
+/// The z3 implementation (the `z3` crate on the system libz3).
+pub struct Z3Solver {
+    solver: z3::Solver,
+}
+
+impl Default for Z3Solver {
+    fn default() -> Self {
+        Z3Solver::new()
+    }
+}
+
+impl Z3Solver {
+    pub fn new() -> Z3Solver {
+        let solver = z3::Solver::new();
+        let mut params = z3::Params::new();
+        // A hard limit keeps a pathological (e.g. non-linear) query from hanging the checker.
+        params.set_u32("timeout", 5000);
+        solver.set_params(&params);
+        Z3Solver { solver }
+    }
+}
+
+enum Z3Ast {
+    Int(z3::ast::Int),
+    Bool(z3::ast::Bool),
+}
+
+fn to_int(t: &Term, vars: &mut HashMap<u64, Z3Ast>) -> z3::ast::Int {
+    match to_z3(t, vars) {
+        Z3Ast::Int(i) => i,
+        Z3Ast::Bool(b) => b.ite(&z3::ast::Int::from_i64(1), &z3::ast::Int::from_i64(0)),
+    }
+}
+
+fn to_bool(t: &Term, vars: &mut HashMap<u64, Z3Ast>) -> z3::ast::Bool {
+    match to_z3(t, vars) {
+        Z3Ast::Bool(b) => b,
+        Z3Ast::Int(i) => i.eq(z3::ast::Int::from_i64(0)).not(),
+    }
+}
+
+fn to_z3(t: &Term, vars: &mut HashMap<u64, Z3Ast>) -> Z3Ast {
+    use z3::ast::{Bool, Int};
+    match t {
+        Term::Int(v) => Z3Ast::Int(Int::from_i64(*v)),
+        Term::Bool(b) => Z3Ast::Bool(Bool::from_bool(*b)),
+        Term::IntVar(v) => {
+            let e = vars
+                .entry(v.id)
+                .or_insert_with(|| Z3Ast::Int(Int::new_const(format!("v{}", v.id))));
+            match e {
+                Z3Ast::Int(i) => Z3Ast::Int(i.clone()),
+                Z3Ast::Bool(b) => Z3Ast::Bool(b.clone()),
+            }
+        }
+        Term::BoolVar(v) => {
+            let e = vars
+                .entry(v.id)
+                .or_insert_with(|| Z3Ast::Bool(Bool::new_const(format!("v{}", v.id))));
+            match e {
+                Z3Ast::Int(i) => Z3Ast::Int(i.clone()),
+                Z3Ast::Bool(b) => Z3Ast::Bool(b.clone()),
+            }
+        }
+        Term::Add(a, b) => Z3Ast::Int(to_int(a, vars) + to_int(b, vars)),
+        Term::Sub(a, b) => Z3Ast::Int(to_int(a, vars) - to_int(b, vars)),
+        Term::Neg(a) => Z3Ast::Int(-to_int(a, vars)),
+        Term::Mul(a, b) => Z3Ast::Int(to_int(a, vars) * to_int(b, vars)),
+        Term::Div(a, b) => {
+            // weft: x / 0 = 0. SMT-LIB leaves division by zero unspecified, so guard it.
+            let (x, y) = (to_int(a, vars), to_int(b, vars));
+            let zero = Int::from_i64(0);
+            Z3Ast::Int(y.eq(&zero).ite(&zero, &x.div(&y)))
+        }
+        Term::Mod(a, b) => {
+            let (x, y) = (to_int(a, vars), to_int(b, vars));
+            let zero = Int::from_i64(0);
+            Z3Ast::Int(y.eq(&zero).ite(&zero, &x.modulo(&y)))
+        }
+        Term::Ite(c, a, b) => {
+            let c = to_bool(c, vars);
+            match (to_z3(a, vars), to_z3(b, vars)) {
+                (Z3Ast::Int(x), Z3Ast::Int(y)) => Z3Ast::Int(c.ite(&x, &y)),
+                (Z3Ast::Bool(x), Z3Ast::Bool(y)) => Z3Ast::Bool(c.ite(&x, &y)),
+                (x, y) => {
+                    let x = match x {
+                        Z3Ast::Int(i) => i,
+                        Z3Ast::Bool(b) => b.ite(&Int::from_i64(1), &Int::from_i64(0)),
+                    };
+                    let y = match y {
+                        Z3Ast::Int(i) => i,
+                        Z3Ast::Bool(b) => b.ite(&Int::from_i64(1), &Int::from_i64(0)),
+                    };
+                    Z3Ast::Int(c.ite(&x, &y))
+                }
+            }
+        }
+        Term::Lt(a, b) => Z3Ast::Bool(to_int(a, vars).lt(to_int(b, vars))),
+        Term::Le(a, b) => Z3Ast::Bool(to_int(a, vars).le(to_int(b, vars))),
+        Term::Eq(a, b) => match (to_z3(a, vars), to_z3(b, vars)) {
+            (Z3Ast::Bool(x), Z3Ast::Bool(y)) => Z3Ast::Bool(x.eq(&y)),
+            (x, y) => {
+                let x = match x {
+                    Z3Ast::Int(i) => i,
+                    Z3Ast::Bool(b) => b.ite(&Int::from_i64(1), &Int::from_i64(0)),
+                };
+                let y = match y {
+                    Z3Ast::Int(i) => i,
+                    Z3Ast::Bool(b) => b.ite(&Int::from_i64(1), &Int::from_i64(0)),
+                };
+                Z3Ast::Bool(x.eq(&y))
+            }
+        },
+        Term::And(v) => {
+            let bs: Vec<Bool> = v.iter().map(|t| to_bool(t, vars)).collect();
+            Z3Ast::Bool(Bool::and(&bs))
+        }
+        Term::Or(v) => {
+            let bs: Vec<Bool> = v.iter().map(|t| to_bool(t, vars)).collect();
+            Z3Ast::Bool(Bool::or(&bs))
+        }
+        Term::Not(a) => Z3Ast::Bool(to_bool(a, vars).not()),
+    }
+}
+
+impl Solver for Z3Solver {
+    fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        let mut vars = HashMap::new();
+        self.solver.push();
+        for f in facts {
+            let b = to_bool(f, &mut vars);
+            self.solver.assert(&b);
+        }
+        let g = to_bool(goal, &mut vars);
+        self.solver.assert(g.not());
+        let result = match self.solver.check() {
+            z3::SatResult::Unsat => Validity::Valid,
+            z3::SatResult::Unknown => Validity::Unknown,
+            z3::SatResult::Sat => {
+                let mut names = Vec::new();
+                for f in facts {
+                    f.vars(&mut names);
+                }
+                goal.vars(&mut names);
+                names.sort();
+                let model = self.solver.get_model();
+                let mut cex = Vec::new();
+                if let Some(m) = model {
+                    for v in names {
+                        let value = match vars.get(&v.id) {
+                            Some(Z3Ast::Int(i)) => m.eval(i, true).and_then(|x| x.as_i64()),
+                            Some(Z3Ast::Bool(b)) => {
+                                m.eval(b, true).and_then(|x| x.as_bool()).map(|x| x as i64)
+                            }
+                            None => None,
+                        };
+                        if let Some(value) = value {
+                            cex.push((v, value));
+                        }
+                    }
+                }
+                Validity::Invalid(cex)
+            }
+        };
+        self.solver.pop(1);
+        result
+    }
+}

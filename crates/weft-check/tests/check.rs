@@ -1,0 +1,364 @@
+//! Acceptance and rejection tests of the checker on procs built with the Rust API. Each
+//! rejection test checks the rule and the key parts of the message.
+
+use std::sync::Arc;
+use weft_check::{check_module, check_proc};
+use weft_ir::build::ProcBuilder;
+use weft_ir::{DType, Diagnostic, Expr, Memory, Module, Span, Sym, Ty, WinCoord};
+
+fn mem(name: &str, addressable: bool, last_dim: Option<i64>) -> Arc<Memory> {
+    Arc::new(Memory {
+        name: name.into(),
+        header: String::new(),
+        alloc: "{type} *{name} = malloc(({size}) * sizeof({type}));".into(),
+        free: "free({name});".into(),
+        access: "{name}[{offset}]".into(),
+        addressable,
+        last_dim,
+        span: Span::DUMMY,
+    })
+}
+
+fn dram() -> Arc<Memory> {
+    mem("DRAM", true, None)
+}
+
+fn one_error(r: Result<(), Vec<Diagnostic>>) -> Diagnostic {
+    let d = r.expect_err("the checker accepted an unsafe or ill-formed proc");
+    assert!(!d.is_empty());
+    d[0].clone()
+}
+
+fn sgemm() -> Arc<weft_ir::Proc> {
+    let mut p = ProcBuilder::new("sgemm", &dram());
+    let m = p.size("M");
+    let n = p.size("N");
+    let k = p.size("K");
+    let a = p.tensor("A", DType::F32, vec![m.clone(), k.clone()]);
+    let b = p.tensor("B", DType::F32, vec![k.clone(), n.clone()]);
+    let c = p.tensor("C", DType::F32, vec![m.clone(), n.clone()]);
+    p.body().for_("i", 0, &m, |bb, i| {
+        bb.for_("j", 0, &n, |bb, j| {
+            bb.for_("k", 0, &k, |bb, kk| {
+                bb.reduce(
+                    &c,
+                    vec![i.clone(), j.clone()],
+                    a.at(vec![i.clone(), kk.clone()]) * b.at(vec![kk.clone(), j.clone()]),
+                );
+            });
+        });
+    });
+    p.finish()
+}
+
+#[test]
+fn accepts_sgemm() {
+    check_proc(&sgemm()).unwrap();
+}
+
+#[test]
+fn rejects_out_of_bounds_with_counterexample() {
+    let mut p = ProcBuilder::new("oob", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        b.assign(&x, vec![i + 1], Expr::float(0.0));
+    });
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "bounds");
+    assert!(d.message.contains("`x`"), "{d}");
+    let note = d.notes.join(" ");
+    assert!(note.contains("counterexample"), "{d}");
+    assert!(note.contains("n = ") && note.contains("i = "), "{d}");
+    // The counterexample is a real one: the index equals the extent.
+    assert!(note.contains("index = "), "{d}");
+}
+
+#[test]
+fn accepts_guarded_access_and_rejects_unguarded() {
+    // if i + 1 < n { x[i + 1] = 0 } is safe.
+    let mut p = ProcBuilder::new("guarded", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        let i = i.clone();
+        b.if_((&i + 1).lt(n.clone()), |b| {
+            b.assign(&x, vec![&i + 1], Expr::float(0.0));
+        });
+    });
+    check_proc(&p.finish()).unwrap();
+}
+
+#[test]
+fn rejects_mixed_precision() {
+    let mut p = ProcBuilder::new("mixed", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    let y = p.tensor("y", DType::I8, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        b.assign(
+            &x,
+            vec![i.clone()],
+            x.at(vec![i.clone()]) * y.at(vec![i.clone()]),
+        );
+    });
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "type");
+    assert!(d.message.contains("f32") && d.message.contains("i8"), "{d}");
+}
+
+#[test]
+fn rejects_data_dependent_loop_bound() {
+    let mut p = ProcBuilder::new("datadep", &dram());
+    let n = p.size("n");
+    let len = p.scalar("len", DType::I32);
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.body().for_("i", 0, len.get(), |b, _i| {
+        b.assign(&x, vec![Expr::int(0)], Expr::float(1.0));
+    });
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "data-dependent-control");
+    assert!(d.message.contains("loop bound"), "{d}");
+}
+
+#[test]
+fn rejects_non_affine_index() {
+    let mut p = ProcBuilder::new("nonaffine", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        let i = i.clone();
+        b.for_("j", 0, 1, |b, j| {
+            b.assign(&x, vec![&i * j], Expr::float(0.0));
+        });
+    });
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "quasi-affine");
+    assert!(d.message.contains("i * j"), "{d}");
+}
+
+fn small_callee() -> Arc<weft_ir::Proc> {
+    let mut p = ProcBuilder::new("small", &dram());
+    let m = p.size("m");
+    let x = p.window("x", DType::F32, vec![m.clone()]);
+    p.assert(m.clone().le(16));
+    p.body().for_("i", 0, &m, |b, i| {
+        b.assign(&x, vec![i.clone()], Expr::float(0.0));
+    });
+    p.finish()
+}
+
+#[test]
+fn rejects_call_violating_precondition() {
+    let callee = small_callee();
+    check_proc(&callee).unwrap();
+    let mut p = ProcBuilder::new("caller", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.body().call(
+        &callee,
+        vec![
+            n.clone(),
+            x.win(vec![WinCoord::Interval(Expr::int(0), n.clone())]),
+        ],
+    );
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "precondition");
+    assert!(d.message.contains("m <= 16"), "{d}");
+    assert!(d.notes.join(" ").contains("n = "), "{d}");
+}
+
+#[test]
+fn accepts_call_under_caller_precondition() {
+    let callee = small_callee();
+    let mut p = ProcBuilder::new("caller", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.assert(n.clone().le(8));
+    p.body().call(
+        &callee,
+        vec![
+            n.clone(),
+            x.win(vec![WinCoord::Interval(Expr::int(0), n.clone())]),
+        ],
+    );
+    check_proc(&p.finish()).unwrap();
+}
+
+#[test]
+fn rejects_call_shape_mismatch() {
+    let callee = small_callee();
+    let mut p = ProcBuilder::new("caller", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.assert(n.clone().le(8));
+    p.body().call(
+        &callee,
+        vec![
+            n.clone(),
+            x.win(vec![WinCoord::Interval(Expr::int(0), n.clone() - 1)]),
+        ],
+    );
+    let d = check_proc(&p.finish()).unwrap_err();
+    assert!(
+        d.iter()
+            .any(|d| d.rule == "call" && d.message.contains("shape")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn rejects_unknown_symbol() {
+    let mut p = ProcBuilder::new("unbound", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    let ghost = Sym::new("ghost");
+    p.body()
+        .assign(&x, vec![Expr::var(&ghost, Ty::Int)], Expr::float(0.0));
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "unknown-name");
+    assert!(d.message.contains("ghost"), "{d}");
+}
+
+#[test]
+fn rejects_duplicate_proc_names() {
+    let m = Module {
+        procs: vec![sgemm(), sgemm()],
+        ..Module::default()
+    };
+    let d = check_module(&m).unwrap_err();
+    assert_eq!(d[0].rule, "duplicate-definition");
+    assert!(d[0].message.contains("sgemm"));
+}
+
+#[test]
+fn rejects_overlapping_written_arguments() {
+    let mut c = ProcBuilder::new("copy", &dram());
+    let m = c.size("m");
+    let dst = c.window("dst", DType::F32, vec![m.clone()]);
+    let src = c.window("src", DType::F32, vec![m.clone()]);
+    c.body().for_("i", 0, &m, |b, i| {
+        b.assign(&dst, vec![i.clone()], src.at(vec![i.clone()]));
+    });
+    let callee = c.finish();
+    let mk = |lo2: i64| {
+        let mut p = ProcBuilder::new("caller", &dram());
+        let x = p.tensor("x", DType::F32, vec![Expr::int(8)]);
+        p.body().call(
+            &callee,
+            vec![
+                Expr::int(4),
+                x.win(vec![WinCoord::Interval(Expr::int(0), Expr::int(4))]),
+                x.win(vec![WinCoord::Interval(Expr::int(lo2), Expr::int(lo2 + 4))]),
+            ],
+        );
+        p.finish()
+    };
+    check_proc(&mk(4)).unwrap();
+    let d = one_error(check_proc(&mk(2)));
+    assert_eq!(d.rule, "alias");
+}
+
+#[test]
+fn rejects_direct_access_to_non_addressable_memory() {
+    let reg = mem("REG", false, Some(16));
+    let mut p = ProcBuilder::new("touch", &dram());
+    let r = p.buffer(
+        "r",
+        weft_ir::BufType {
+            elem: DType::F32,
+            shape: vec![Expr::int(16)],
+            window: false,
+            mem: reg.clone(),
+        },
+    );
+    p.body().assign(&r, vec![Expr::int(0)], Expr::float(1.0));
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "memory");
+
+    let mut p = ProcBuilder::new("bad_shape", &dram());
+    p.body().alloc("r", DType::F32, vec![Expr::int(8)], &reg);
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "memory");
+    assert!(d.message.contains("16"));
+}
+
+#[test]
+fn rejects_literal_out_of_range_and_nonpositive_alloc() {
+    let mut p = ProcBuilder::new("lit", &dram());
+    let x = p.tensor("x", DType::U8, vec![Expr::int(4)]);
+    p.body().assign(&x, vec![Expr::int(0)], Expr::int(300));
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "type");
+    assert!(d.message.contains("300"));
+
+    let mut p = ProcBuilder::new("alloc", &dram());
+    let n = p.index("n");
+    p.body().alloc("t", DType::F32, vec![n.clone()], &dram());
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "size-positive");
+}
+
+#[test]
+fn window_bounds_and_strides() {
+    // A window of a 2-D tensor row, then reads within it: safe.
+    let mut p = ProcBuilder::new("rows", &dram());
+    let n = p.size("n");
+    let a = p.tensor("A", DType::F32, vec![n.clone(), Expr::int(8)]);
+    p.assert(Expr::stride(&a.sym, 1).eq_(1));
+    p.body().for_("i", 0, &n, |b, i| {
+        let w = b.window(
+            "row",
+            &a,
+            vec![
+                WinCoord::Point(i.clone()),
+                WinCoord::Interval(Expr::int(2), Expr::int(6)),
+            ],
+        );
+        b.for_("j", 0, 4, |b, j| {
+            b.assign(&w, vec![j.clone()], Expr::float(1.0));
+        });
+    });
+    check_proc(&p.finish()).unwrap();
+
+    let mut p = ProcBuilder::new("rows_bad", &dram());
+    let n = p.size("n");
+    let a = p.tensor("A", DType::F32, vec![n.clone(), Expr::int(8)]);
+    p.body().for_("i", 0, &n, |b, i| {
+        b.window(
+            "row",
+            &a,
+            vec![
+                WinCoord::Point(i.clone()),
+                WinCoord::Interval(Expr::int(6), Expr::int(10)),
+            ],
+        );
+    });
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "bounds");
+    assert!(d.message.contains("window"));
+}
+
+#[test]
+fn counterexample_is_concrete() {
+    let mut p = ProcBuilder::new("oob2", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        b.assign(&x, vec![i + 1], Expr::float(0.0));
+    });
+    let d = one_error(check_proc(&p.finish()));
+    // In every counterexample to `i + 1 < n` with 0 <= i < n, i = n - 1.
+    let note = &d.notes[0];
+    let get = |k: &str| -> i64 {
+        let at = note.find(&format!("{k} = ")).unwrap() + k.len() + 3;
+        note[at..]
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(get("i"), get("n") - 1, "{note}");
+    assert_eq!(get("index"), get("n"), "{note}");
+}

@@ -1,1 +1,523 @@
-//! placeholder
+//! The weft JIT: emit C for procs (`weft-c`), compile it into a shared object with the system C
+//! compiler, cache it on disk, load it, and call its entry points with checked arguments.
+//!
+//! ```no_run
+//! # fn demo(procs: &[std::sync::Arc<weft_ir::Proc>]) -> Result<(), weft_jit::JitError> {
+//! use weft_jit::{Arg, BufArg, Jit};
+//! let jit = Jit::new()?;
+//! let module = jit.compile(procs)?;
+//! let axpy = module.kernel("axpy")?;
+//! let (mut x, mut y, a) = (vec![1.0f32; 8], vec![2.0f32; 8], 3.0f32);
+//! axpy.call(&mut [
+//!     Arg::Int(8),
+//!     Arg::Buf(BufArg::scalar(&a)),
+//!     Arg::Buf(BufArg::new(&mut x, &[8])),
+//!     Arg::Buf(BufArg::new(&mut y, &[8])),
+//! ])?;
+//! # Ok(()) }
+//! ```
+//!
+//! Compiler: `cc` unless `WEFT_CC` says otherwise; flags `-O3 -march=native` unless `WEFT_CFLAGS`
+//! says otherwise; always `-std=c99 -fPIC -shared -ffp-contract=off` (no FMA contraction, so results
+//! are bit-identical to the interpreter) and `-lm`. Cache: `WEFT_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/weft`, else `~/.cache/weft`; one `<sha256>.so` per (source, compiler, compiler
+//! version, flags), written to a temporary file and renamed into place, so concurrent compiles
+//! of one kernel by several threads or processes all succeed.
+
+mod buffer;
+
+pub use buffer::{Arg, BufArg, Element};
+
+use libloading::Library;
+use sha2::{Digest, Sha256};
+use std::ffi::{c_char, c_void};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use weft_c::{arg_kind, status, EntryArgKind, EntryInfo};
+use weft_ir::Proc;
+
+/// Everything that can go wrong in the JIT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JitError {
+    /// The C backend could not express the program.
+    Codegen(weft_ir::Diagnostic),
+    /// The C compiler failed: its command line and output.
+    Compile { command: String, stderr: String },
+    /// Reading or writing the cache, or finding the cache directory, failed.
+    Io(String),
+    /// The shared object could not be loaded, or lacks a symbol.
+    Load(String),
+    /// No exported kernel has this name.
+    NoSuchKernel(String),
+    /// Wrong number of arguments.
+    ArgCount { expected: usize, got: usize },
+    /// An argument of the wrong kind (int, bool, buffer).
+    ArgKind(String),
+    /// A buffer of the wrong element type.
+    Dtype(String),
+    /// A buffer of the wrong rank.
+    Rank(String),
+    /// A buffer of the wrong shape, or too short for its shape and strides.
+    Shape(String),
+    /// Strides that are negative or not those of a dense tensor.
+    Stride(String),
+    /// A size that is not positive.
+    Size(String),
+    /// A precondition of the proc does not hold for these arguments.
+    Precondition(String),
+    /// A null pointer (cannot come from safe Rust; reported for completeness).
+    Null(String),
+    /// A written buffer overlaps another buffer argument.
+    Alias(String),
+    /// A read-only buffer passed where the kernel writes.
+    ReadOnly(String),
+    /// An error code the JIT does not know.
+    Other { code: i32, message: String },
+}
+
+impl fmt::Display for JitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JitError::Codegen(d) => write!(f, "{d}"),
+            JitError::Compile { command, stderr } => {
+                write!(f, "C compiler failed: {command}\n{stderr}")
+            }
+            JitError::Io(m) => write!(f, "I/O error: {m}"),
+            JitError::Load(m) => write!(f, "cannot load kernel library: {m}"),
+            JitError::NoSuchKernel(n) => write!(f, "no kernel named '{n}'"),
+            JitError::ArgCount { expected, got } => {
+                write!(f, "expected {expected} arguments, got {got}")
+            }
+            JitError::ArgKind(m)
+            | JitError::Dtype(m)
+            | JitError::Rank(m)
+            | JitError::Shape(m)
+            | JitError::Stride(m)
+            | JitError::Size(m)
+            | JitError::Precondition(m)
+            | JitError::Null(m)
+            | JitError::Alias(m)
+            | JitError::ReadOnly(m) => f.write_str(m),
+            JitError::Other { code, message } => write!(f, "kernel error {code}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for JitError {}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> JitError {
+    JitError::Io(format!("{what} {}: {e}", path.display()))
+}
+
+/// A C compiler and its flags, with a cache directory for compiled kernels.
+pub struct Jit {
+    cache_dir: PathBuf,
+    cc: String,
+    flags: Vec<String>,
+    version: OnceLock<String>,
+}
+
+/// Flags passed on every compile regardless of configuration: they fix the language and the
+/// floating-point semantics the generated C relies on.
+const REQUIRED_FLAGS: &[&str] = &["-std=c99", "-fPIC", "-shared", "-ffp-contract=off"];
+
+fn default_cache_dir() -> Result<PathBuf, JitError> {
+    if let Some(d) = std::env::var_os("WEFT_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("weft"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".cache").join("weft")),
+        None => Err(JitError::Io(
+            "no cache directory: set WEFT_CACHE_DIR, XDG_CACHE_HOME or HOME".into(),
+        )),
+    }
+}
+
+impl Jit {
+    /// A JIT configured from the environment (`WEFT_CC`, `WEFT_CFLAGS`, `WEFT_CACHE_DIR`).
+    pub fn new() -> Result<Jit, JitError> {
+        Jit::with_cache_dir(default_cache_dir()?)
+    }
+
+    /// A JIT with the compiler from the environment and the given cache directory.
+    pub fn with_cache_dir(path: impl Into<PathBuf>) -> Result<Jit, JitError> {
+        let cc = std::env::var("WEFT_CC")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "cc".to_string());
+        let flags = match std::env::var("WEFT_CFLAGS") {
+            Ok(s) => s.split_whitespace().map(str::to_string).collect(),
+            Err(_) => vec!["-O3".to_string(), "-march=native".to_string()],
+        };
+        Jit::with_compiler(path, cc, flags)
+    }
+
+    /// A JIT with an explicit compiler and flags (replacing the default `-O3 -march=native`; the
+    /// required flags are always added).
+    pub fn with_compiler(
+        cache_dir: impl Into<PathBuf>,
+        cc: impl Into<String>,
+        flags: Vec<String>,
+    ) -> Result<Jit, JitError> {
+        let cache_dir = cache_dir.into();
+        std::fs::create_dir_all(&cache_dir).map_err(|e| io_err("creating", &cache_dir, e))?;
+        Ok(Jit {
+            cache_dir,
+            cc: cc.into(),
+            flags,
+            version: OnceLock::new(),
+        })
+    }
+
+    /// The cache directory.
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// `cc --version`, or how running it failed (which then also goes into the key).
+    fn compiler_version(&self) -> &str {
+        self.version
+            .get_or_init(|| match Command::new(&self.cc).arg("--version").output() {
+                Ok(o) => format!(
+                    "{}{}{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                Err(e) => format!("cannot run: {e}"),
+            })
+    }
+
+    fn all_flags(&self) -> Vec<String> {
+        self.flags
+            .iter()
+            .cloned()
+            .chain(REQUIRED_FLAGS.iter().map(|s| s.to_string()))
+            .collect()
+    }
+
+    /// The cache key of a source under this compiler configuration.
+    fn key(&self, source: &str) -> String {
+        let mut h = Sha256::new();
+        for part in [source, &self.cc, self.compiler_version()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        for f in self.all_flags() {
+            h.update((f.len() as u64).to_le_bytes());
+            h.update(f.as_bytes());
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Compile `procs` (and everything they call) into a loaded module, reusing the cache.
+    pub fn compile(&self, procs: &[Arc<Proc>]) -> Result<Module, JitError> {
+        let unit = weft_c::emit(procs).map_err(JitError::Codegen)?;
+        let key = self.key(&unit.source);
+        let so = self.cache_dir.join(format!("{key}.so"));
+        if !so.exists() {
+            self.build(&unit.source, &so)?;
+        }
+        // SAFETY: the library is generated by weft-c: it has no initialisers with side effects.
+        let lib = unsafe { Library::new(&so) }.map_err(|e| JitError::Load(e.to_string()))?;
+        Ok(Module {
+            lib: Arc::new(lib),
+            entries: unit.entries,
+            path: so,
+        })
+    }
+
+    /// Compile `source` into `so` through uniquely named temporary files and an atomic rename.
+    fn build(&self, source: &str, so: &Path) -> Result<(), JitError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let unique = format!(
+            "tmp-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let c_path = self.cache_dir.join(format!("{unique}.c"));
+        let tmp_so = self.cache_dir.join(format!("{unique}.so"));
+        std::fs::write(&c_path, source).map_err(|e| io_err("writing", &c_path, e))?;
+        let flags = self.all_flags();
+        let mut cmd = Command::new(&self.cc);
+        cmd.args(&flags)
+            .arg(&c_path)
+            .arg("-o")
+            .arg(&tmp_so)
+            .arg("-lm");
+        let command = format!(
+            "{} {} {} -o {} -lm",
+            self.cc,
+            flags.join(" "),
+            c_path.display(),
+            tmp_so.display()
+        );
+        let result = cmd.output();
+        let _ = std::fs::remove_file(&c_path);
+        let out = match result {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp_so);
+                return Err(JitError::Compile {
+                    command,
+                    stderr: format!("cannot run the compiler: {e}"),
+                });
+            }
+        };
+        if !out.status.success() || !tmp_so.exists() {
+            let _ = std::fs::remove_file(&tmp_so);
+            return Err(JitError::Compile {
+                command,
+                stderr: format!(
+                    "{} ({})\n{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout)
+                ),
+            });
+        }
+        std::fs::rename(&tmp_so, so).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp_so);
+            io_err("renaming into", so, e)
+        })
+    }
+}
+
+/// A loaded shared object with its entry points.
+pub struct Module {
+    lib: Arc<Library>,
+    entries: Vec<EntryInfo>,
+    path: PathBuf,
+}
+
+type EntryFn = unsafe extern "C" fn(*const WeftArg, i64, *mut c_char, i64) -> i32;
+
+#[repr(C)]
+struct WeftBuffer {
+    data: *mut c_void,
+    dtype: i32,
+    rank: i32,
+    shape: *const i64,
+    strides: *const i64,
+}
+
+#[repr(C)]
+struct WeftArg {
+    kind: i32,
+    i: i64,
+    buf: *const WeftBuffer,
+}
+
+impl Module {
+    /// The path of the shared object in the cache.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The exported entry points.
+    pub fn entries(&self) -> &[EntryInfo] {
+        &self.entries
+    }
+
+    /// The kernel of the exported proc `name`.
+    pub fn kernel(&self, name: &str) -> Result<Kernel, JitError> {
+        let info = self
+            .entries
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| JitError::NoSuchKernel(name.to_string()))?;
+        let mut sym = info.symbol.clone().into_bytes();
+        sym.push(0);
+        // SAFETY: weft-c defines this symbol with exactly the `EntryFn` signature.
+        let f: EntryFn = unsafe {
+            *self
+                .lib
+                .get::<EntryFn>(&sym)
+                .map_err(|e| JitError::Load(e.to_string()))?
+        };
+        Ok(Kernel {
+            _lib: self.lib.clone(),
+            entry: f,
+            info: info.clone(),
+        })
+    }
+}
+
+/// A callable entry point; keeps its shared object loaded.
+#[derive(Clone)]
+pub struct Kernel {
+    _lib: Arc<Library>,
+    entry: EntryFn,
+    info: EntryInfo,
+}
+
+impl Kernel {
+    /// The entry point's description.
+    pub fn info(&self) -> &EntryInfo {
+        &self.info
+    }
+
+    /// Call the kernel. Every argument is validated (here, and again by the C entry point)
+    /// before anything runs; misuse is an error, never undefined behaviour.
+    pub fn call(&self, args: &mut [Arg<'_>]) -> Result<(), JitError> {
+        let params = &self.info.args;
+        if args.len() != params.len() {
+            return Err(JitError::ArgCount {
+                expected: params.len(),
+                got: args.len(),
+            });
+        }
+        let name = &self.info.name;
+        // Rust-side checks: kinds, dtypes, mutability and that every reachable element lies
+        // inside the borrowed memory (C cannot see slice lengths).
+        for (i, (a, p)) in args.iter().zip(params).enumerate() {
+            let pn = &p.name;
+            match (a, &p.kind) {
+                (Arg::Int(v), EntryArgKind::Int(weft_ir::CtrlType::Size)) if *v <= 0 => {
+                    return Err(JitError::Size(format!(
+                        "argument {i} ('{pn}') of '{name}': a size must be positive, got {v}"
+                    )))
+                }
+                (Arg::Int(_), EntryArgKind::Int(_)) | (Arg::Bool(_), EntryArgKind::Bool) => {}
+                (
+                    Arg::Buf(b),
+                    EntryArgKind::Buffer {
+                        elem,
+                        rank,
+                        written,
+                        ..
+                    },
+                ) => {
+                    let what = format!("argument {i} ('{pn}') of '{name}'");
+                    if let Some(m) = &b.invalid {
+                        return Err(JitError::Stride(format!("{what}: {m}")));
+                    }
+                    if b.dtype != *elem {
+                        return Err(JitError::Dtype(format!(
+                            "{what}: expected {elem} elements, got {}",
+                            b.dtype
+                        )));
+                    }
+                    if b.shape.len() != *rank {
+                        return Err(JitError::Rank(format!(
+                            "{what}: expected rank {rank}, got {}",
+                            b.shape.len()
+                        )));
+                    }
+                    if b.strides.len() != b.shape.len() {
+                        return Err(JitError::Stride(format!(
+                            "{what}: strides and shape differ in rank"
+                        )));
+                    }
+                    if b.strides.iter().any(|s| *s < 0) {
+                        return Err(JitError::Stride(format!("{what}: negative strides")));
+                    }
+                    if *written && !b.mutable {
+                        return Err(JitError::ReadOnly(format!(
+                            "{what}: the kernel writes this buffer, but it was passed read-only"
+                        )));
+                    }
+                    match b.reach() {
+                        Err(m) => return Err(JitError::Shape(format!("{what}: {m}"))),
+                        Ok(Some(last)) if last >= b.len => {
+                            return Err(JitError::Shape(format!(
+                                "{what}: shape {:?} with strides {:?} reaches element {last}, but the buffer has {} elements",
+                                b.shape, b.strides, b.len
+                            )))
+                        }
+                        Ok(_) => {}
+                    }
+                }
+                (_, k) => {
+                    let want = match k {
+                        EntryArgKind::Int(_) => "an integer",
+                        EntryArgKind::Bool => "a bool",
+                        EntryArgKind::Buffer { .. } => "a buffer",
+                    };
+                    return Err(JitError::ArgKind(format!(
+                        "argument {i} ('{pn}') of '{name}' must be {want}"
+                    )));
+                }
+            }
+        }
+        let bufs: Vec<Option<WeftBuffer>> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Buf(b) => Some(WeftBuffer {
+                    data: b.ptr as *mut c_void,
+                    dtype: weft_c::dtype_code(b.dtype),
+                    rank: b.shape.len() as i32,
+                    shape: b.shape.as_ptr(),
+                    strides: b.strides.as_ptr(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let raw: Vec<WeftArg> = args
+            .iter()
+            .zip(&bufs)
+            .map(|(a, b)| match a {
+                Arg::Int(v) => WeftArg {
+                    kind: arg_kind::INT,
+                    i: *v,
+                    buf: std::ptr::null(),
+                },
+                Arg::Bool(v) => WeftArg {
+                    kind: arg_kind::BOOL,
+                    i: *v as i64,
+                    buf: std::ptr::null(),
+                },
+                Arg::Buf(_) => WeftArg {
+                    kind: arg_kind::BUFFER,
+                    i: 0,
+                    buf: b
+                        .as_ref()
+                        .map_or(std::ptr::null(), |b| b as *const WeftBuffer),
+                },
+            })
+            .collect();
+        let mut err = vec![0u8; 1024];
+        // SAFETY: the arguments were checked above against the entry's declared kinds, and every
+        // element reachable through each buffer's shape and strides lies inside its borrowed
+        // memory; the C entry validates shapes, strides and preconditions before running.
+        let rc = unsafe {
+            (self.entry)(
+                raw.as_ptr(),
+                raw.len() as i64,
+                err.as_mut_ptr() as *mut c_char,
+                err.len() as i64,
+            )
+        };
+        if rc == status::OK {
+            return Ok(());
+        }
+        let end = err.iter().position(|b| *b == 0).unwrap_or(err.len());
+        let message = String::from_utf8_lossy(&err[..end]).into_owned();
+        Err(match rc {
+            status::ARG_COUNT => JitError::ArgCount {
+                expected: params.len(),
+                got: args.len(),
+            },
+            status::ARG_KIND => JitError::ArgKind(message),
+            status::DTYPE => JitError::Dtype(message),
+            status::RANK => JitError::Rank(message),
+            status::SHAPE => JitError::Shape(message),
+            status::STRIDE => JitError::Stride(message),
+            status::SIZE => JitError::Size(message),
+            status::PRECONDITION => JitError::Precondition(message),
+            status::NULL => JitError::Null(message),
+            status::ALIAS => JitError::Alias(message),
+            code => JitError::Other { code, message },
+        })
+    }
+}

@@ -1,1 +1,90 @@
-//! placeholder
+//! weft: a user-schedulable language toolkit.
+//!
+//! This crate is the front door: it re-exports the parts (IR, text front end, checker,
+//! interpreter, C backend, JIT) and adds what ties them together: loading and checking a `.weft`
+//! file in one step ([`load`]), ahead-of-time output for build systems ([`aot`]), the differential
+//! runner behind `weft run` ([`run`]), and the `weft` command-line tool (`src/bin/weft.rs`).
+
+pub mod aot;
+pub mod hostbuf;
+pub mod run;
+
+pub use weft_c as c;
+pub use weft_check as check;
+pub use weft_interp as interp;
+pub use weft_ir as ir;
+pub use weft_jit as jit;
+pub use weft_syntax as syntax;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use weft_ir::{Diagnostic, Module};
+use weft_syntax::SourceMap;
+
+/// A loaded `.weft` file: its module, the sources (for rendering diagnostics) and every file read.
+pub struct Program {
+    pub module: Module,
+    pub sources: SourceMap,
+    /// Every file read (the file and its imports), for dependency files.
+    pub deps: Vec<PathBuf>,
+}
+
+/// An error with its diagnostics already rendered against the sources.
+#[derive(Debug)]
+pub struct Error {
+    pub diagnostics: Vec<Diagnostic>,
+    pub rendered: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    pub fn new(sources: &SourceMap, diagnostics: Vec<Diagnostic>) -> Error {
+        let rendered = diagnostics
+            .iter()
+            .map(|d| sources.render(d))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Error {
+            diagnostics,
+            rendered,
+        }
+    }
+
+    /// An error that is not about a place in a program (I/O, a failing compiler).
+    pub fn message(msg: impl Into<String>) -> Error {
+        let msg = msg.into();
+        Error {
+            diagnostics: Vec::new(),
+            rendered: msg,
+        }
+    }
+}
+
+/// Parse a `.weft` file and its imports.
+pub fn parse(path: &Path) -> Result<Program, Error> {
+    let mut sources = SourceMap::new();
+    match weft_syntax::load_file(&mut sources, path) {
+        Ok(loaded) => Ok(Program {
+            module: loaded.module,
+            sources,
+            deps: loaded.deps,
+        }),
+        Err(d) => Err(Error::new(&sources, d)),
+    }
+}
+
+/// Parse and check a `.weft` file: the result is well typed and statically safe.
+pub fn load(path: &Path) -> Result<Program, Error> {
+    let p = parse(path)?;
+    if let Err(d) = weft_check::check_module(&p.module) {
+        return Err(Error::new(&p.sources, d));
+    }
+    Ok(p)
+}

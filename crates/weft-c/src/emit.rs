@@ -1,0 +1,998 @@
+//! Emitting the C function of one proc: expressions, statements, buffer accesses.
+
+use crate::helpers::{c_type, same_width_unsigned, wide_unsigned, Helpers};
+use crate::names::{clean, comment_text};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use weft_ir::{
+    ArgKind, BinOp, BufType, Const, CtrlType, DType, Diagnostic, Expr, ExprKind, MathFn, Memory,
+    Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
+};
+
+/// A diagnostic of the `codegen` rule.
+pub fn unsupported(span: Span, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::new("codegen", span, msg)
+}
+
+/// How a buffer is reached from C: the `{name}` of its memory's access template, the linear
+/// offset of its first element and the stride of each dimension (all C `int64_t` expressions).
+#[derive(Clone, Debug)]
+pub struct BufView {
+    pub elem: DType,
+    pub mem: Arc<Memory>,
+    pub base: String,
+    pub offset: String,
+    pub strides: Vec<String>,
+}
+
+/// What a symbol stands for in C.
+#[derive(Clone, Debug)]
+pub enum Binding {
+    Ctrl(String),
+    Buf(BufView),
+}
+
+/// State shared by all procs of a translation unit.
+#[derive(Default)]
+pub struct UnitCx {
+    pub helpers: Helpers,
+    /// Window struct definitions keyed by struct name.
+    pub win_structs: BTreeMap<String, String>,
+    /// C function name of each (non-instruction) proc, keyed by proc name.
+    pub proc_names: HashMap<String, String>,
+    /// C variable and member names of each config, keyed by config name.
+    pub configs: HashMap<String, (String, Vec<String>)>,
+    /// Every proc of the unit by name, to catch two different procs sharing a name.
+    pub procs: HashMap<String, Arc<Proc>>,
+    /// Whether an entry point uses the `weft_span` helper.
+    pub needs_span: bool,
+}
+
+impl UnitCx {
+    /// The name of the window struct for (element type, rank), defining it on first use.
+    pub fn win_struct(&mut self, elem: DType, rank: usize) -> String {
+        let name = format!("weft_win_{}_{rank}", elem.name());
+        self.win_structs.entry(name.clone()).or_insert_with(|| {
+            format!(
+                "struct {name} {{\n    {} *data;\n    int64_t strides[{rank}];\n}};\n",
+                c_type(elem)
+            )
+        });
+        format!("struct {name}")
+    }
+}
+
+/// Whether a buffer type is passed as a window struct (rank-0 windows are plain pointers).
+pub fn is_struct_window(t: &BufType) -> bool {
+    t.window && t.rank() > 0
+}
+
+/// Substitute `{key}` placeholders in one pass; unknown `{...}` text is kept verbatim (it may be
+/// a C block in an instruction template).
+pub fn interpolate(tpl: &str, vars: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let mut rest = tpl;
+    while let Some(pos) = rest.find('{') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        let key_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let key = &after[..key_len];
+        let closes = after[key_len..].starts_with('}');
+        match vars.iter().find(|(k, _)| k == key) {
+            Some((_, v)) if closes && !key.is_empty() => {
+                out.push_str(v);
+                rest = &after[key_len + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether a C expression is a plain name or number (safe to repeat, no parentheses needed).
+fn is_atom(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// `a * b` over C int64 expressions, folding constants.
+pub fn mul_c(a: &str, b: &str) -> String {
+    match (a.parse::<i64>(), b.parse::<i64>()) {
+        (Ok(x), Ok(y)) => match x.checked_mul(y) {
+            Some(v) if v >= 0 => return v.to_string(),
+            _ => {}
+        },
+        (Ok(1), _) => return b.to_string(),
+        (_, Ok(1)) => return a.to_string(),
+        _ => {}
+    }
+    format!("({a} * {b})")
+}
+
+/// Row-major strides of a dense buffer from its extents.
+pub fn dense_strides(shape: &[String]) -> Vec<String> {
+    let mut strides = vec!["1".to_string(); shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        strides[k] = mul_c(&shape[k + 1], &strides[k + 1]);
+    }
+    strides
+}
+
+/// A C literal of an integer of control type.
+fn ctrl_int(v: i64) -> String {
+    if v == i64::MIN {
+        "INT64_MIN".to_string()
+    } else if v.unsigned_abs() < (1 << 31) {
+        if v < 0 {
+            format!("({v})")
+        } else {
+            v.to_string()
+        }
+    } else {
+        format!("INT64_C({v})")
+    }
+}
+
+/// An exact C literal of a float of type `d`.
+pub fn float_lit(v: f64, d: DType) -> String {
+    if d == DType::F32 {
+        let x = v as f32;
+        if x.is_nan() {
+            "((float) NAN)".to_string()
+        } else if x.is_infinite() {
+            if x > 0.0 {
+                "((float) INFINITY)".to_string()
+            } else {
+                "(-(float) INFINITY)".to_string()
+            }
+        } else {
+            let s = format!("{x:e}f");
+            if s.starts_with('-') {
+                format!("({s})")
+            } else {
+                s
+            }
+        }
+    } else if v.is_nan() {
+        "((double) NAN)".to_string()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "((double) INFINITY)".to_string()
+        } else {
+            "(-(double) INFINITY)".to_string()
+        }
+    } else {
+        let s = format!("{v:e}");
+        if s.starts_with('-') {
+            format!("({s})")
+        } else {
+            s
+        }
+    }
+}
+
+/// A C literal of an integer data value, wrapped into its type.
+fn data_int(v: i64, d: DType) -> String {
+    let t = c_type(d);
+    match d {
+        DType::I8 => format!("(({t}) {})", v as i8),
+        DType::U8 => format!("(({t}) {})", v as u8),
+        DType::I16 => format!("(({t}) {})", v as i16),
+        DType::U16 => format!("(({t}) {})", v as u16),
+        DType::I32 => {
+            let x = v as i32;
+            if x == i32::MIN {
+                "INT32_MIN".to_string()
+            } else if x < 0 {
+                format!("({x})")
+            } else {
+                x.to_string()
+            }
+        }
+        DType::U32 => format!("{}u", v as u32),
+        _ => ctrl_int(v),
+    }
+}
+
+/// Statically known strides of window arguments, from preconditions `stride(w, d) == c`.
+fn const_strides(p: &Proc) -> HashMap<(Sym, usize), i64> {
+    let mut out = HashMap::new();
+    let mut stack: Vec<&Expr> = p.preds.iter().collect();
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Binary(op, a, b) = &e.kind {
+            match op {
+                BinOp::And => {
+                    stack.push(a);
+                    stack.push(b);
+                }
+                BinOp::Eq => {
+                    for (s, c) in [(a, b), (b, a)] {
+                        if let (ExprKind::Stride { buf, dim }, Some(v)) =
+                            (&s.kind, c.as_int_const())
+                        {
+                            out.insert((buf.clone(), *dim), v);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Emits the body of one proc.
+pub struct ProcCx<'u> {
+    pub unit: &'u mut UnitCx,
+    pub env: HashMap<Sym, Binding>,
+    pub out: String,
+    indent: usize,
+    counter: usize,
+    /// Allocations of each open block not yet freed: (symbol, free statement).
+    pending_frees: Vec<Vec<(Sym, String)>>,
+}
+
+impl<'u> ProcCx<'u> {
+    pub fn new(unit: &'u mut UnitCx) -> ProcCx<'u> {
+        ProcCx {
+            unit,
+            env: HashMap::new(),
+            out: String::new(),
+            indent: 1,
+            counter: 0,
+            pending_frees: Vec::new(),
+        }
+    }
+
+    /// A fresh C variable name for a user symbol: `v_<name>_<n>`.
+    pub fn var_name(&mut self, s: &Sym) -> String {
+        self.counter += 1;
+        format!("v_{}_{}", clean(s.name()), self.counter)
+    }
+
+    /// A fresh temporary: `t_<what>_<n>`.
+    fn tmp(&mut self, what: &str) -> String {
+        self.counter += 1;
+        format!("t_{what}_{}", self.counter)
+    }
+
+    pub fn line(&mut self, s: &str) {
+        for l in s.lines() {
+            for _ in 0..self.indent {
+                self.out.push_str("    ");
+            }
+            self.out.push_str(l);
+            self.out.push('\n');
+        }
+    }
+
+    /// The C parameter list of a proc, binding its arguments in `self.env`. `restrict` goes on
+    /// every pointer parameter: the checker forbids overlapping written buffer arguments.
+    pub fn bind_params(&mut self, p: &Proc) -> Result<Vec<String>, Diagnostic> {
+        let mut params = vec![String::new(); p.args.len()];
+        let consts = const_strides(p);
+        // Control arguments first: buffer shapes refer to them.
+        for (i, a) in p.args.iter().enumerate() {
+            if let ArgKind::Ctrl(c) = &a.kind {
+                let n = self.var_name(&a.sym);
+                let t = if *c == CtrlType::Bool {
+                    "bool"
+                } else {
+                    "int64_t"
+                };
+                params[i] = format!("{t} {n}");
+                self.env.insert(a.sym.clone(), Binding::Ctrl(n));
+            }
+        }
+        for (i, a) in p.args.iter().enumerate() {
+            if let ArgKind::Buf(bt) = &a.kind {
+                if !bt.mem.addressable {
+                    return Err(unsupported(
+                        a.span,
+                        format!(
+                            "argument '{}' of proc '{}' lives in non-addressable memory {}; only instructions may take such buffers",
+                            a.sym.name(),
+                            p.name,
+                            bt.mem.name
+                        ),
+                    ));
+                }
+                let n = self.var_name(&a.sym);
+                let t = c_type(bt.elem);
+                let view = if is_struct_window(bt) {
+                    let st = self.unit.win_struct(bt.elem, bt.rank());
+                    params[i] = format!("{st} {n}");
+                    let strides = (0..bt.rank())
+                        .map(|d| match consts.get(&(a.sym.clone(), d)) {
+                            Some(v) => ctrl_int(*v),
+                            None => format!("{n}.strides[{d}]"),
+                        })
+                        .collect();
+                    BufView {
+                        elem: bt.elem,
+                        mem: bt.mem.clone(),
+                        base: format!("{n}.data"),
+                        offset: "0".into(),
+                        strides,
+                    }
+                } else {
+                    params[i] = format!("{t} *restrict {n}");
+                    let shape = self.shape(bt)?;
+                    BufView {
+                        elem: bt.elem,
+                        mem: bt.mem.clone(),
+                        base: n.clone(),
+                        offset: "0".into(),
+                        strides: dense_strides(&shape),
+                    }
+                };
+                self.env.insert(a.sym.clone(), Binding::Buf(view));
+            }
+        }
+        Ok(params)
+    }
+
+    /// C expressions of the extents of a buffer type.
+    pub fn shape(&mut self, bt: &BufType) -> Result<Vec<String>, Diagnostic> {
+        bt.shape.iter().map(|e| self.ctrl_expr(e)).collect()
+    }
+
+    fn ctrl_expr(&mut self, e: &Expr) -> Result<String, Diagnostic> {
+        if e.ty != Ty::Int {
+            return Err(unsupported(
+                e.span,
+                format!("expected a control integer, found {e}"),
+            ));
+        }
+        self.expr(e)
+    }
+
+    pub fn view(&self, buf: &Sym, span: Span) -> Result<BufView, Diagnostic> {
+        match self.env.get(buf) {
+            Some(Binding::Buf(v)) => Ok(v.clone()),
+            _ => Err(unsupported(
+                span,
+                format!("'{}' is not a buffer in scope", buf.name()),
+            )),
+        }
+    }
+
+    /// The linear offset of `idx` in a view.
+    fn offset(&mut self, v: &BufView, idx: &[Expr], span: Span) -> Result<String, Diagnostic> {
+        if idx.len() != v.strides.len() {
+            return Err(unsupported(
+                span,
+                format!(
+                    "access with {} indices to a buffer of rank {}",
+                    idx.len(),
+                    v.strides.len()
+                ),
+            ));
+        }
+        let mut terms = Vec::new();
+        if v.offset != "0" {
+            terms.push(v.offset.clone());
+        }
+        for (i, s) in idx.iter().zip(&v.strides) {
+            let ie = self.ctrl_expr(i)?;
+            if ie == "0" || s == "0" {
+                continue;
+            }
+            terms.push(if s == "1" {
+                ie
+            } else if ie == "1" {
+                s.clone()
+            } else {
+                format!("{ie} * {s}")
+            });
+        }
+        Ok(if terms.is_empty() {
+            "0".to_string()
+        } else {
+            terms.join(" + ")
+        })
+    }
+
+    /// The memory's access template at `offset` of a view.
+    fn access(v: &BufView, offset: &str) -> String {
+        interpolate(
+            &v.mem.access,
+            &[
+                ("name".into(), v.base.clone()),
+                ("offset".into(), offset.to_string()),
+                ("type".into(), c_type(v.elem).to_string()),
+            ],
+        )
+    }
+
+    /// An lvalue of an element for a direct (non-instruction) access.
+    fn element(&mut self, buf: &Sym, idx: &[Expr], span: Span) -> Result<String, Diagnostic> {
+        let v = self.view(buf, span)?;
+        if !v.mem.addressable {
+            return Err(unsupported(
+                span,
+                format!(
+                    "'{}' lives in memory {}, which only instructions may read or write",
+                    buf.name(),
+                    v.mem.name
+                ),
+            ));
+        }
+        let off = self.offset(&v, idx, span)?;
+        Ok(format!("({})", Self::access(&v, &off)))
+    }
+
+    /// The view selected by a window expression.
+    fn window_view(
+        &mut self,
+        buf: &Sym,
+        coords: &[WinCoord],
+        span: Span,
+    ) -> Result<BufView, Diagnostic> {
+        let v = self.view(buf, span)?;
+        if coords.is_empty() {
+            return Ok(v);
+        }
+        if coords.len() != v.strides.len() {
+            return Err(unsupported(span, "window rank does not match its buffer"));
+        }
+        let mut starts = Vec::new();
+        let mut strides = Vec::new();
+        for (c, s) in coords.iter().zip(&v.strides) {
+            match c {
+                WinCoord::Point(p) => starts.push(p.clone()),
+                WinCoord::Interval(lo, _) => {
+                    starts.push(lo.clone());
+                    strides.push(s.clone());
+                }
+            }
+        }
+        let offset = self.offset(&v, &starts, span)?;
+        Ok(BufView {
+            elem: v.elem,
+            mem: v.mem,
+            base: v.base,
+            offset: if is_atom(&offset) {
+                offset
+            } else {
+                format!("({offset})")
+            },
+            strides,
+        })
+    }
+
+    fn data_type(&self, e: &Expr) -> Result<DType, Diagnostic> {
+        match e.ty {
+            Ty::Data(d) => Ok(d),
+            Ty::Int => Ok(DType::I64),
+            Ty::Bool => Ok(DType::Bool),
+            Ty::Buffer(_) => Err(unsupported(e.span, "a buffer used as a value")),
+        }
+    }
+
+    /// A C expression for `e`.
+    pub fn expr(&mut self, e: &Expr) -> Result<String, Diagnostic> {
+        match &e.kind {
+            ExprKind::Const(c) => self.literal(c, e),
+            ExprKind::Var(s) => match self.env.get(s) {
+                Some(Binding::Ctrl(n)) => Ok(n.clone()),
+                _ => Err(unsupported(
+                    e.span,
+                    format!("'{}' is not a control value in scope", s.name()),
+                )),
+            },
+            ExprKind::Read { buf, idx } => self.element(buf, idx, e.span),
+            ExprKind::Unary(UnOp::Not, a) => Ok(format!("(!{})", self.expr(a)?)),
+            ExprKind::Unary(UnOp::Neg, a) => {
+                let s = self.expr(a)?;
+                match a.ty {
+                    Ty::Int => Ok(format!("(-{s})")),
+                    Ty::Data(d) if d.is_float() => Ok(format!("(-{s})")),
+                    Ty::Data(d) if d.is_int() => Ok(format!(
+                        "(({}) (0u - ({}) {s}))",
+                        c_type(d),
+                        wide_unsigned(d)
+                    )),
+                    _ => Err(unsupported(e.span, format!("cannot negate {}", a.ty))),
+                }
+            }
+            ExprKind::Binary(op, a, b) => self.binary(e, *op, a, b),
+            ExprKind::Select(c, a, b) => {
+                let (c, a, b) = (self.expr(c)?, self.expr(a)?, self.expr(b)?);
+                Ok(format!("({c} ? {a} : {b})"))
+            }
+            ExprKind::Cast(to, a) => self.cast(*to, a),
+            ExprKind::Math(f, args) => self.math(e, *f, args),
+            ExprKind::Window { .. } => Err(unsupported(
+                e.span,
+                "a window can only be a call argument or bound by `let`",
+            )),
+            ExprKind::Stride { buf, dim } => {
+                let v = self.view(buf, e.span)?;
+                v.strides.get(*dim).cloned().ok_or_else(|| {
+                    unsupported(
+                        e.span,
+                        format!("stride of dimension {dim} of a lower-rank buffer"),
+                    )
+                })
+            }
+            ExprKind::ReadConfig { config, field } => self.config_member(config, *field, e.span),
+        }
+    }
+
+    fn config_member(
+        &mut self,
+        config: &weft_ir::Config,
+        field: usize,
+        span: Span,
+    ) -> Result<String, Diagnostic> {
+        let (var, fields) = self.unit.configs.get(&config.name).ok_or_else(|| {
+            unsupported(span, format!("config '{}' is not declared", config.name))
+        })?;
+        let f = fields.get(field).ok_or_else(|| {
+            unsupported(
+                span,
+                format!("config '{}' has no field {field}", config.name),
+            )
+        })?;
+        Ok(format!("{var}.{f}"))
+    }
+
+    fn literal(&mut self, c: &Const, e: &Expr) -> Result<String, Diagnostic> {
+        Ok(match (c, e.ty) {
+            (Const::Int(v), Ty::Int) => ctrl_int(*v),
+            (Const::Bool(b), Ty::Bool | Ty::Data(DType::Bool)) => b.to_string(),
+            (Const::Int(v), Ty::Data(DType::Bool)) => (*v != 0).to_string(),
+            (Const::Int(v), Ty::Data(d)) if d.is_float() => float_lit(*v as f64, d),
+            (Const::Int(v), Ty::Data(d)) => data_int(*v, d),
+            (Const::Float(v), Ty::Data(d)) if d.is_float() => float_lit(*v, d),
+            _ => {
+                return Err(unsupported(
+                    e.span,
+                    format!("literal {e} cannot have type {}", e.ty),
+                ))
+            }
+        })
+    }
+
+    fn binary(&mut self, e: &Expr, op: BinOp, a: &Expr, b: &Expr) -> Result<String, Diagnostic> {
+        if a.ty != b.ty {
+            return Err(unsupported(
+                e.span,
+                format!(
+                    "operands of {} have different types ({} and {})",
+                    op.symbol(),
+                    a.ty,
+                    b.ty
+                ),
+            ));
+        }
+        let (sa, sb) = (self.expr(a)?, self.expr(b)?);
+        if op.is_logic() {
+            let o = if op == BinOp::And { "&&" } else { "||" };
+            return Ok(format!("({sa} {o} {sb})"));
+        }
+        if op.is_comparison() {
+            let o = match op {
+                BinOp::Lt => "<",
+                BinOp::Le => "<=",
+                BinOp::Gt => ">",
+                BinOp::Ge => ">=",
+                BinOp::Eq => "==",
+                _ => "!=",
+            };
+            return Ok(format!("({sa} {o} {sb})"));
+        }
+        let bad = || {
+            unsupported(
+                e.span,
+                format!("operator {} is not defined on {}", op.symbol(), a.ty),
+            )
+        };
+        let d = match a.ty {
+            Ty::Int => DType::I64,
+            Ty::Data(d) if d != DType::Bool => d,
+            _ => return Err(bad()),
+        };
+        let h = &mut self.unit.helpers;
+        match op {
+            BinOp::Min | BinOp::Max => {
+                let f = h.min_max(d, op == BinOp::Min);
+                Ok(format!("{f}({sa}, {sb})"))
+            }
+            BinOp::Div if d.is_int() => Ok(format!("{}({sa}, {sb})", h.div(d))),
+            BinOp::Mod if d.is_int() => Ok(format!("{}({sa}, {sb})", h.rem(d))),
+            BinOp::Mod => Err(bad()),
+            _ => {
+                let o = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    _ => "/",
+                };
+                // Control arithmetic is proven to fit int64_t by the checker; data integer
+                // arithmetic wraps, so it goes through an unsigned type of at least 32 bits.
+                if a.ty == Ty::Int || d.is_float() {
+                    Ok(format!("({sa} {o} {sb})"))
+                } else {
+                    let w = wide_unsigned(d);
+                    Ok(format!("(({}) (({w}) {sa} {o} ({w}) {sb}))", c_type(d)))
+                }
+            }
+        }
+    }
+
+    fn cast(&mut self, to: DType, a: &Expr) -> Result<String, Diagnostic> {
+        let from = self.data_type(a)?;
+        let s = self.expr(a)?;
+        let t = c_type(to);
+        Ok(if from == to {
+            s
+        } else if to == DType::Bool {
+            format!("({s} != 0)")
+        } else if from == DType::Bool {
+            format!("(({t}) ({s} ? 1 : 0))")
+        } else if from.is_float() && to.is_float() {
+            format!("(({t}) {s})")
+        } else if from.is_float() {
+            format!("{}({s})", self.unit.helpers.float_to_int(from, to))
+        } else if to.is_float() {
+            format!("(({t}) {s})")
+        } else {
+            format!("(({t}) ({}) {s})", same_width_unsigned(to))
+        })
+    }
+
+    fn math(&mut self, e: &Expr, f: MathFn, args: &[Expr]) -> Result<String, Diagnostic> {
+        if args.len() != f.arity() {
+            return Err(unsupported(
+                e.span,
+                format!("{} takes {} arguments", f.name(), f.arity()),
+            ));
+        }
+        let d = self.data_type(&args[0])?;
+        for a in args {
+            if a.ty != args[0].ty {
+                return Err(unsupported(
+                    e.span,
+                    format!("arguments of {} differ in type", f.name()),
+                ));
+            }
+        }
+        let parts = args
+            .iter()
+            .map(|a| self.expr(a))
+            .collect::<Result<Vec<_>, _>>()?
+            .join(", ");
+        if f == MathFn::Abs && d.is_int() {
+            return Ok(format!("{}({parts})", self.unit.helpers.abs_int(d)));
+        }
+        if !d.is_float() {
+            return Err(unsupported(
+                e.span,
+                format!("{} is defined on floats only", f.name()),
+            ));
+        }
+        let base = match f {
+            MathFn::Abs => "fabs",
+            other => other.name(),
+        };
+        let suffix = if d == DType::F32 { "f" } else { "" };
+        Ok(format!("{base}{suffix}({parts})"))
+    }
+
+    /// Emit a block, freeing at its end what it allocated and did not free.
+    pub fn block(&mut self, b: &[Stmt]) -> Result<(), Diagnostic> {
+        self.pending_frees.push(Vec::new());
+        for s in b {
+            self.stmt(s)?;
+        }
+        let frees = self.pending_frees.pop().unwrap_or_default();
+        for (_, f) in frees.into_iter().rev() {
+            if !f.trim().is_empty() {
+                self.line(&f);
+            }
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
+        match &s.kind {
+            StmtKind::Pass => self.line(";"),
+            StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
+                let lhs = self.element(buf, idx, s.span)?;
+                let elem = self.view(buf, s.span)?.elem;
+                if rhs.ty != Ty::Data(elem) {
+                    return Err(unsupported(
+                        s.span,
+                        format!("value of type {} stored into a buffer of {elem}", rhs.ty),
+                    ));
+                }
+                let r = self.expr(rhs)?;
+                let line = if matches!(s.kind, StmtKind::Assign { .. }) {
+                    format!("{lhs} = {r};")
+                } else if elem.is_float() {
+                    format!("{lhs} += {r};")
+                } else if elem.is_int() {
+                    let w = wide_unsigned(elem);
+                    format!("{lhs} = ({}) (({w}) {lhs} + ({w}) {r});", c_type(elem))
+                } else {
+                    return Err(unsupported(s.span, "`+=` on a bool buffer"));
+                };
+                self.line(&line);
+            }
+            StmtKind::WriteConfig { config, field, rhs } => {
+                let m = self.config_member(config, *field, s.span)?;
+                let r = self.expr(rhs)?;
+                self.line(&format!("{m} = {r};"));
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let c = self.expr(cond)?;
+                self.line(&format!("if ({c}) {{"));
+                self.indent += 1;
+                self.block(then_body)?;
+                self.indent -= 1;
+                if else_body.is_empty() {
+                    self.line("}");
+                } else {
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.block(else_body)?;
+                    self.indent -= 1;
+                    self.line("}");
+                }
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                let lo = self.ctrl_expr(lo)?;
+                let hi = self.ctrl_expr(hi)?;
+                let v = self.var_name(var);
+                let hoist = !is_atom(&hi);
+                if hoist {
+                    let t = self.tmp("hi");
+                    self.line("{");
+                    self.indent += 1;
+                    self.line(&format!("const int64_t {t} = {hi};"));
+                    self.line(&format!("for (int64_t {v} = {lo}; {v} < {t}; {v}++) {{"));
+                } else {
+                    self.line(&format!("for (int64_t {v} = {lo}; {v} < {hi}; {v}++) {{"));
+                }
+                self.env.insert(var.clone(), Binding::Ctrl(v));
+                self.indent += 1;
+                self.block(body)?;
+                self.indent -= 1;
+                self.env.remove(var);
+                self.line("}");
+                if hoist {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+            }
+            StmtKind::Alloc { buf, ty } => {
+                if ty.window {
+                    return Err(unsupported(s.span, "an allocation cannot be a window"));
+                }
+                let shape = self.shape(ty)?;
+                let size = shape.iter().fold("1".to_string(), |acc, d| mul_c(&acc, d));
+                let n = self.var_name(buf);
+                let t = c_type(ty.elem);
+                let vars = [
+                    ("name".to_string(), n.clone()),
+                    ("type".to_string(), t.to_string()),
+                    ("size".to_string(), size),
+                ];
+                let alloc = interpolate(&ty.mem.alloc, &vars);
+                self.line(&format!(
+                    "/* alloc {} @ {} */",
+                    comment_text(buf.name()),
+                    comment_text(&ty.mem.name)
+                ));
+                self.line(&alloc);
+                self.line(&format!("(void) {n};"));
+                let free = interpolate(&ty.mem.free, &vars);
+                if let Some(top) = self.pending_frees.last_mut() {
+                    top.push((buf.clone(), free));
+                }
+                self.env.insert(
+                    buf.clone(),
+                    Binding::Buf(BufView {
+                        elem: ty.elem,
+                        mem: ty.mem.clone(),
+                        base: n,
+                        offset: "0".into(),
+                        strides: dense_strides(&shape),
+                    }),
+                );
+            }
+            StmtKind::Free { buf } => {
+                let mut found = None;
+                for frame in self.pending_frees.iter_mut().rev() {
+                    if let Some(pos) = frame.iter().position(|(b, _)| b == buf) {
+                        found = Some(frame.remove(pos).1);
+                        break;
+                    }
+                }
+                match found {
+                    Some(f) => {
+                        if !f.trim().is_empty() {
+                            self.line(&f);
+                        }
+                        self.env.remove(buf);
+                    }
+                    None => {
+                        return Err(unsupported(
+                            s.span,
+                            format!("free of '{}', which is not allocated here", buf.name()),
+                        ))
+                    }
+                }
+            }
+            StmtKind::Window { name, rhs } => {
+                let ExprKind::Window { buf, coords } = &rhs.kind else {
+                    return Err(unsupported(s.span, "`let` binds only windows"));
+                };
+                let mut v = self.window_view(buf, coords, s.span)?;
+                if !is_atom(&v.offset) {
+                    // Fix the offset now: config fields in it may change later.
+                    let t = self.tmp(&format!("{}_off", clean(name.name())));
+                    self.line(&format!("const int64_t {t} = {};", v.offset));
+                    self.line(&format!("(void) {t};"));
+                    v.offset = t;
+                }
+                self.env.insert(name.clone(), Binding::Buf(v));
+            }
+            StmtKind::Call { proc, args } => self.call(s, proc, args)?,
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, s: &Stmt, callee: &Arc<Proc>, args: &[Expr]) -> Result<(), Diagnostic> {
+        if args.len() != callee.args.len() {
+            return Err(unsupported(
+                s.span,
+                format!(
+                    "'{}' takes {} arguments, given {}",
+                    callee.name,
+                    callee.args.len(),
+                    args.len()
+                ),
+            ));
+        }
+        if let Some(known) = self.unit.procs.get(&callee.name) {
+            if !Arc::ptr_eq(known, callee) && **known != **callee {
+                return Err(unsupported(
+                    s.span,
+                    format!("two different procs are named '{}'", callee.name),
+                ));
+            }
+        }
+        if let Some(instr) = &callee.instr {
+            let mut vars = Vec::new();
+            for (param, a) in callee.args.iter().zip(args) {
+                let pname = param.sym.name().to_string();
+                match &param.kind {
+                    ArgKind::Ctrl(_) => {
+                        let v = self.expr(a)?;
+                        vars.push((pname, format!("({v})")));
+                    }
+                    ArgKind::Buf(_) => {
+                        let v = self.arg_view(a, s.span)?;
+                        vars.push((format!("{pname}_data"), Self::access(&v, &v.offset)));
+                        for (k, st) in v.strides.iter().enumerate() {
+                            vars.push((format!("{pname}_stride_{k}"), st.clone()));
+                        }
+                    }
+                }
+            }
+            let text = interpolate(&instr.template, &vars);
+            self.line(&text);
+            return Ok(());
+        }
+        let fname = self
+            .unit
+            .proc_names
+            .get(&callee.name)
+            .cloned()
+            .ok_or_else(|| unsupported(s.span, format!("proc '{}' is not emitted", callee.name)))?;
+        let mut parts = Vec::new();
+        for (param, a) in callee.args.iter().zip(args) {
+            match &param.kind {
+                ArgKind::Ctrl(_) => parts.push(self.expr(a)?),
+                ArgKind::Buf(bt) => {
+                    let v = self.arg_view(a, s.span)?;
+                    if !v.mem.addressable {
+                        return Err(unsupported(
+                            a.span,
+                            format!(
+                                "a buffer in memory {} can only be passed to instructions",
+                                v.mem.name
+                            ),
+                        ));
+                    }
+                    let ptr = format!("&{}", Self::access(&v, &v.offset));
+                    if is_struct_window(bt) {
+                        if v.strides.len() != bt.rank() {
+                            return Err(unsupported(a.span, "window argument of the wrong rank"));
+                        }
+                        let st = self.unit.win_struct(bt.elem, bt.rank());
+                        parts.push(format!("({st}){{ {ptr}, {{ {} }} }}", v.strides.join(", ")));
+                    } else {
+                        parts.push(ptr);
+                    }
+                }
+            }
+        }
+        self.line(&format!("{fname}({});", parts.join(", ")));
+        Ok(())
+    }
+
+    fn arg_view(&mut self, a: &Expr, span: Span) -> Result<BufView, Diagnostic> {
+        match &a.kind {
+            ExprKind::Window { buf, coords } => self.window_view(buf, coords, span),
+            ExprKind::Read { buf, idx } if idx.is_empty() => self.view(buf, span),
+            _ => Err(unsupported(
+                span,
+                format!("buffer argument expected, found {a}"),
+            )),
+        }
+    }
+
+    /// `WEFT_ASSUME` hints for the preconditions of a proc.
+    pub fn assumptions(&mut self, p: &Proc) -> Result<(), Diagnostic> {
+        for e in &p.preds {
+            let c = self.expr(e)?;
+            self.line(&format!("WEFT_ASSUME({c});"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(kv: &[(&str, &str)]) -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn interpolation_is_single_pass_and_keeps_c_braces() {
+        let v = vars(&[("name", "{offset}"), ("offset", "i + 1")]);
+        assert_eq!(interpolate("{name}[{offset}]", &v), "{offset}[i + 1]");
+        assert_eq!(
+            interpolate("do { x = {offset}; } while (0); {unknown} {", &v),
+            "do { x = i + 1; } while (0); {unknown} {"
+        );
+    }
+
+    #[test]
+    fn float_literals_round_trip() {
+        assert_eq!(float_lit(0.1, DType::F32), "1e-1f");
+        assert_eq!(float_lit(0.1, DType::F64), "1e-1");
+        assert_eq!(float_lit(-0.0, DType::F64), "(-0e0)");
+        assert_eq!(float_lit(f64::INFINITY, DType::F32), "((float) INFINITY)");
+        let x = 1.0f64 / 3.0;
+        let s = float_lit(x, DType::F64);
+        assert_eq!(s.parse::<f64>().unwrap(), x);
+    }
+
+    #[test]
+    fn strides_fold_constants() {
+        let s = dense_strides(&["v_n_1".into(), "4".into(), "16".into()]);
+        assert_eq!(s, vec!["64", "16", "1"]);
+        let s = dense_strides(&["4".into(), "v_n_1".into(), "v_k_2".into()]);
+        assert_eq!(s, vec!["(v_n_1 * v_k_2)", "v_k_2", "1"]);
+    }
+}

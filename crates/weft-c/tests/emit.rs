@@ -1,0 +1,357 @@
+//! Emit C for hand-built procs and compile (and run) it with the system C compiler.
+
+mod common;
+
+use common::*;
+use std::sync::Arc;
+use weft_c::{emit, status, EntryArgKind};
+use weft_ir::build::ProcBuilder;
+use weft_ir::{BinOp, DType, Expr, MathFn, Proc, WinCoord};
+
+/// `scale(n, row: [f32][n], s: f32)`: row[i] = row[i] * s.
+fn scale_proc() -> Arc<Proc> {
+    let mem = dram();
+    let mut p = ProcBuilder::new("scale", &mem);
+    let n = p.size("n");
+    let row = p.window("row", DType::F32, vec![n.clone()]);
+    let s = p.scalar("s", DType::F32);
+    p.body().for_("i", 0, &n, |b, i| {
+        b.assign(&row, vec![i.clone()], row.at(vec![i.clone()]) * s.get());
+    });
+    p.finish()
+}
+
+/// `mm(M, N, K, A, B, C, alpha)`: C = alpha * (A @ B), through a temporary row and a call
+/// taking a window.
+fn matmul_proc() -> Arc<Proc> {
+    let mem = dram();
+    let stack = dram_stack();
+    let scale = scale_proc();
+    let mut p = ProcBuilder::new("mm", &mem);
+    let m = p.size("M");
+    let n = p.size("N");
+    let k = p.size("K");
+    let a = p.tensor("A", DType::F32, vec![m.clone(), k.clone()]);
+    let b = p.tensor("B", DType::F32, vec![k.clone(), n.clone()]);
+    let c = p.tensor("C", DType::F32, vec![m.clone(), n.clone()]);
+    let alpha = p.scalar("alpha", DType::F32);
+    p.body().for_("i", 0, &m, |bb, i| {
+        let acc = bb.alloc("acc", DType::F32, vec![Expr::int(1)], &stack);
+        bb.for_("j", 0, &n, |bj, j| {
+            bj.assign(&acc, vec![Expr::int(0)], Expr::float(0.0));
+            bj.for_("k", 0, &k, |bk, kk| {
+                bk.reduce(
+                    &acc,
+                    vec![Expr::int(0)],
+                    a.at(vec![i.clone(), kk.clone()]) * b.at(vec![kk.clone(), j.clone()]),
+                );
+            });
+            bj.assign(&c, vec![i.clone(), j.clone()], acc.at(vec![Expr::int(0)]));
+        });
+        bb.call(
+            &scale,
+            vec![
+                n.clone(),
+                c.win(vec![
+                    WinCoord::Point(i.clone()),
+                    WinCoord::Interval(Expr::int(0), n.clone()),
+                ]),
+                alpha.all(),
+            ],
+        );
+    });
+    p.finish()
+}
+
+#[test]
+fn matmul_compiles_warning_free() {
+    let unit = emit(&[matmul_proc()]).unwrap();
+    assert!(unit.source.contains("static void weft_p_scale("));
+    assert!(unit.source.contains("struct weft_win_f32_1"));
+    assert!(unit.source.contains("int32_t mm__entry("));
+    assert!(unit.header.contains("int32_t mm("));
+    assert!(!unit.header.contains("weft_p_"));
+    assert_eq!(unit.entries.len(), 1);
+    let e = &unit.entries[0];
+    assert_eq!(e.symbol, "mm__entry");
+    let written: Vec<bool> = e
+        .args
+        .iter()
+        .map(|a| matches!(a.kind, EntryArgKind::Buffer { written: true, .. }))
+        .collect();
+    assert_eq!(
+        written,
+        vec![false, false, false, false, false, true, false]
+    );
+    compile_object("mm", &unit.source, &[]);
+    // The header alone, twice (include guard), from C.
+    let d = scratch("hdr");
+    std::fs::write(d.join("k.h"), &unit.header).unwrap();
+    std::fs::write(
+        d.join("u.c"),
+        "#include \"k.h\"\n#include \"k.h\"\nint use(void) { return WEFT_ERR_NULL; }\n",
+    )
+    .unwrap();
+    cc(
+        &d,
+        &["-std=c99", "-Wall", "-Wextra", "-Werror", "-c", "u.c"],
+    );
+}
+
+#[test]
+fn matmul_runs_clean_under_sanitizers_and_validates_arguments() {
+    let unit = emit(&[matmul_proc()]).unwrap();
+    let main_c = r#"
+#include <stdio.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <string.h>
+typedef struct weft_buffer { void *data; int32_t dtype; int32_t rank; const int64_t *shape; const int64_t *strides; } weft_buffer;
+typedef struct weft_arg { int32_t kind; int64_t i; const weft_buffer *buf; } weft_arg;
+int32_t mm__entry(const weft_arg *args, int64_t nargs, char *err, int64_t err_len);
+int main(void) {
+    float A[6] = {1, 2, 3, 4, 5, 6};      /* 2x3 */
+    float B[6] = {1, 0, 0, 1, 1, 1};      /* 3x2 */
+    float C[4] = {0};
+    float alpha = 2.0f;
+    int64_t sa[2] = {2, 3}, ta[2] = {3, 1};
+    int64_t sb[2] = {3, 2}, tb[2] = {2, 1};
+    int64_t sc[2] = {2, 2}, tc[2] = {2, 1};
+    weft_buffer bA = {A, 8, 2, sa, ta}, bB = {B, 8, 2, sb, tb}, bC = {C, 8, 2, sc, tc};
+    weft_buffer bs = {&alpha, 8, 0, NULL, NULL};
+    weft_arg args[7] = {{0, 2, NULL}, {0, 2, NULL}, {0, 3, NULL}, {2, 0, &bA}, {2, 0, &bB}, {2, 0, &bC}, {2, 0, &bs}};
+    char err[256];
+    int32_t rc = mm__entry(args, 7, err, sizeof err);
+    printf("rc=%d C=%g %g %g %g\n", rc, C[0], C[1], C[2], C[3]);
+    rc = mm__entry(args, 6, err, sizeof err); printf("count=%d %s\n", rc, err);
+    args[0].kind = 1; rc = mm__entry(args, 7, err, sizeof err); printf("kind=%d %s\n", rc, err); args[0].kind = 0;
+    args[0].i = 0; rc = mm__entry(args, 7, err, sizeof err); printf("size=%d %s\n", rc, err); args[0].i = 2;
+    bA.dtype = 9; rc = mm__entry(args, 7, err, sizeof err); printf("dtype=%d %s\n", rc, err); bA.dtype = 8;
+    bA.rank = 1; rc = mm__entry(args, 7, err, sizeof err); printf("rank=%d %s\n", rc, err); bA.rank = 2;
+    sa[1] = 4; rc = mm__entry(args, 7, err, sizeof err); printf("shape=%d %s\n", rc, err); sa[1] = 3;
+    ta[0] = 4; rc = mm__entry(args, 7, err, sizeof err); printf("stride=%d %s\n", rc, err); ta[0] = 3;
+    bA.data = NULL; rc = mm__entry(args, 7, err, sizeof err); printf("null=%d %s\n", rc, err); bA.data = A;
+    rc = mm__entry(args, 7, NULL, 0); printf("noerr=%d\n", rc);
+    bC.data = A + 2; rc = mm__entry(args, 7, err, sizeof err); printf("alias=%d %s\n", rc, err); bC.data = C;
+    bB.data = A; rc = mm__entry(args, 7, err, sizeof err); printf("readalias=%d\n", rc);
+    return 0;
+}
+"#;
+    let out = run_with_main("mmrun", &unit.source, main_c);
+    let lines: Vec<&str> = out.lines().collect();
+    // A @ B = [[1+3, 2+3], [4+6, 5+6]] = [[4, 5], [10, 11]]; times 2.
+    assert_eq!(lines[0], "rc=0 C=8 10 20 22");
+    let expect = [
+        ("count", status::ARG_COUNT, "takes 7 arguments"),
+        ("kind", status::ARG_KIND, "'M'"),
+        ("size", status::SIZE, "'M'"),
+        ("dtype", status::DTYPE, "'A'"),
+        ("rank", status::RANK, "'A'"),
+        (
+            "shape",
+            status::SHAPE,
+            "dimension 1 has extent 4, expected 3",
+        ),
+        ("stride", status::STRIDE, "dimension 0 has stride 4"),
+        ("null", status::NULL, "null data"),
+    ];
+    for (line, (tag, code, msg)) in lines[1..].iter().zip(expect) {
+        assert!(line.starts_with(&format!("{tag}={code} ")), "{line}");
+        assert!(line.contains(msg), "{line} lacks {msg}");
+    }
+    assert_eq!(lines[9], "noerr=0");
+    assert!(
+        lines[10].starts_with(&format!("alias={} ", status::ALIAS)),
+        "{}",
+        lines[10]
+    );
+    assert!(lines[10].contains("'A' and 'C'"), "{}", lines[10]);
+    // Two read-only buffers may overlap.
+    assert_eq!(lines[11], "readalias=0");
+}
+
+/// Integer and cast semantics: Euclidean division, wrapping, saturating casts.
+fn ops_proc() -> Arc<Proc> {
+    let mem = dram();
+    let mut p = ProcBuilder::new("ops", &mem);
+    let n = p.size("n");
+    let a = p.tensor("a", DType::I32, vec![n.clone()]);
+    let b = p.tensor("b", DType::I32, vec![n.clone()]);
+    let q = p.tensor("q", DType::I32, vec![n.clone()]);
+    let r = p.tensor("r", DType::I32, vec![n.clone()]);
+    let x = p.tensor("x", DType::U16, vec![n.clone()]);
+    let m = p.tensor("m", DType::U16, vec![n.clone()]);
+    let f = p.tensor("f", DType::F32, vec![n.clone()]);
+    let c = p.tensor("c", DType::I32, vec![n.clone()]);
+    let u = p.tensor("u", DType::U8, vec![n.clone()]);
+    let s = p.tensor("s", DType::I8, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |bb, i| {
+        let at = |t: &weft_ir::build::Buf| t.at(vec![i.clone()]);
+        bb.assign(&q, vec![i.clone()], at(&a) / at(&b));
+        bb.assign(&r, vec![i.clone()], at(&a) % at(&b));
+        bb.assign(&m, vec![i.clone()], at(&x) * at(&x));
+        bb.assign(&c, vec![i.clone()], Expr::cast(DType::I32, at(&f)));
+        bb.assign(&u, vec![i.clone()], Expr::cast(DType::U8, at(&f)));
+        bb.assign(&s, vec![i.clone()], Expr::cast(DType::I8, at(&a)));
+        bb.reduce(&q, vec![i.clone()], at(&a));
+    });
+    p.finish()
+}
+
+#[test]
+fn integer_semantics_match_rust() {
+    let unit = emit(&[ops_proc()]).unwrap();
+    let a: [i32; 6] = [7, -7, 7, -7, i32::MIN, 5];
+    let b: [i32; 6] = [2, 2, -2, -2, -1, 0];
+    let x: [u16; 6] = [65535, 300, 256, 2, 0, 40000];
+    let f: [f32; 6] = [f32::NAN, 1e10, -1e10, -3.7, 3.7, 255.9];
+    let main_c = format!(
+        r#"
+#include <stdio.h>
+#include <math.h>
+#include "k.h"
+int main(void) {{
+    int64_t shape[1] = {{6}}, strides[1] = {{1}};
+    int32_t a[6] = {{7, -7, 7, -7, INT32_MIN, 5}}, b[6] = {{2, 2, -2, -2, -1, 0}}, q[6], r[6], c[6];
+    uint16_t x[6] = {{65535, 300, 256, 2, 0, 40000}}, m[6];
+    float f[6] = {{NAN, 1e10f, -1e10f, -3.7f, 3.7f, 255.9f}};
+    uint8_t u[6]; int8_t s[6];
+    weft_buffer ba = {{a, 5, 1, shape, strides}}, bb = {{b, 5, 1, shape, strides}}, bq = {{q, 5, 1, shape, strides}},
+        br = {{r, 5, 1, shape, strides}}, bx = {{x, 4, 1, shape, strides}}, bm = {{m, 4, 1, shape, strides}},
+        bf = {{f, 8, 1, shape, strides}}, bc = {{c, 5, 1, shape, strides}}, bu = {{u, 2, 1, shape, strides}},
+        bs = {{s, 1, 1, shape, strides}};
+    int rc = {sym}(6, &ba, &bb, &bq, &br, &bx, &bm, &bf, &bc, &bu, &bs);
+    printf("%d\n", rc);
+    for (int i = 0; i < 6; i++) printf("%d %d %u %d %u %d\n", (int) q[i], (int) r[i], (unsigned) m[i], (int) c[i], (unsigned) u[i], (int) s[i]);
+    return 0;
+}}
+"#,
+        sym = unit.entries[0].direct_symbol
+    );
+    let d_src = unit.source.clone();
+    let d = scratch("opsh");
+    std::fs::write(d.join("k.h"), &unit.header).unwrap();
+    // run_with_main writes into a fresh dir; include the header inline instead.
+    let main_c = main_c.replace("#include \"k.h\"", &unit.header);
+    let out = run_with_main("ops", &d_src, &main_c);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("0"));
+    for i in 0..6 {
+        let q = a[i]
+            .checked_div_euclid(b[i])
+            .unwrap_or(if b[i] == 0 { 0 } else { a[i] });
+        let q = q.wrapping_add(a[i]);
+        let r = if b[i] == 0 {
+            0
+        } else {
+            a[i].wrapping_rem_euclid(b[i])
+        };
+        let m = x[i].wrapping_mul(x[i]);
+        let expect = format!("{q} {r} {m} {} {} {}", f[i] as i32, f[i] as u8, a[i] as i8);
+        assert_eq!(lines.next(), Some(expect.as_str()), "row {i}");
+    }
+}
+
+#[test]
+fn hostile_names_are_sanitised() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("x; system(\"rm\")", &mem);
+    let n = p.size("int");
+    let t = p.tensor("__foo", DType::F64, vec![n.clone()]);
+    let w = p.tensor("weft_fail", DType::F64, vec![n.clone()]);
+    p.body().for_("return", 0, &n, |b, i| {
+        b.assign(
+            &t,
+            vec![i.clone()],
+            Expr::math(MathFn::Sqrt, vec![w.at(vec![i.clone()])]),
+        );
+    });
+    let inner = p.finish();
+    let mut q = ProcBuilder::new("int", &mem);
+    let n2 = q.size("n");
+    let t2 = q.tensor("a", DType::F64, vec![n2.clone()]);
+    let t3 = q.tensor("b", DType::F64, vec![n2.clone()]);
+    q.body().call(&inner, vec![n2.clone(), t2.all(), t3.all()]);
+    let outer = q.finish();
+    let unit = emit(&[outer.clone(), inner]).unwrap();
+    assert!(!unit.source.contains("system(\""));
+    assert!(unit.source.contains("int32_t weft_e_int("));
+    assert!(unit.source.contains("v___foo_"));
+    compile_object("hostile", &unit.source, &[]);
+    let names: Vec<&str> = unit
+        .entries
+        .iter()
+        .map(|e| e.direct_symbol.as_str())
+        .collect();
+    assert_eq!(names, vec!["weft_e_int", "weft_e_x__system__rm__"]);
+}
+
+#[test]
+fn constant_window_strides_from_preconditions() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("copy", &mem);
+    let n = p.size("n");
+    let src = p.window("src", DType::I16, vec![n.clone(), Expr::int(4)]);
+    let dst = p.window("dst", DType::I16, vec![n.clone(), Expr::int(4)]);
+    p.assert(Expr::binary(BinOp::Eq, src.stride(1), Expr::int(1)));
+    p.assert(Expr::binary(BinOp::Eq, n.clone() % 2, Expr::int(0)));
+    p.body().for_("i", 0, &n, |b, i| {
+        b.for_("j", 0, 4, |b2, j| {
+            b2.assign(
+                &dst,
+                vec![i.clone(), j.clone()],
+                -src.at(vec![i.clone(), j.clone()]),
+            );
+        });
+    });
+    let unit = emit(&[p.finish()]).unwrap();
+    assert!(unit.source.contains("v_src_"), "{}", unit.source);
+    assert!(!unit.source.contains("src_2.strides[1]"));
+    assert!(unit.source.contains(".strides[0]"));
+    assert!(unit.source.contains("WEFT_ASSUME("));
+    assert!(unit.source.contains("WEFT_ERR_PRECONDITION"));
+    compile_object("strides", &unit.source, &[]);
+}
+
+#[test]
+fn float_literals_are_exact_and_typed() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("lit", &mem);
+    let x = p.scalar("x", DType::F32);
+    let y = p.scalar("y", DType::F64);
+    p.body()
+        .assign(&x, vec![], x.get() * 0.1 + Expr::float(-2.5));
+    p.body().assign(&y, vec![], y.get() * 0.1);
+    let unit = emit(&[p.finish()]).unwrap();
+    assert!(unit.source.contains("1e-1f"), "{}", unit.source);
+    assert!(unit.source.contains("(-2.5e0f)"));
+    assert!(unit.source.contains("* 1e-1)"));
+    compile_object("lits", &unit.source, &[]);
+}
+
+#[test]
+fn exporting_an_instruction_is_a_diagnostic() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("i", &mem);
+    p.instr_template("/* nothing */");
+    let e = emit(&[p.finish()]).unwrap_err();
+    assert_eq!(e.rule, "codegen");
+}
+
+#[test]
+fn two_procs_with_one_name_are_a_diagnostic() {
+    let mem = dram();
+    let make = |v: f64| {
+        let mut p = ProcBuilder::new("helper", &mem);
+        let x = p.scalar("x", DType::F64);
+        p.body().assign(&x, vec![], Expr::float(v));
+        p.finish()
+    };
+    let (h1, h2) = (make(1.0), make(2.0));
+    let mut p = ProcBuilder::new("top", &mem);
+    let x = p.scalar("x", DType::F64);
+    p.body().call(&h1, vec![x.all()]);
+    p.body().call(&h2, vec![x.all()]);
+    let e = emit(&[p.finish()]).unwrap_err();
+    assert!(e.message.contains("'helper'"), "{}", e.message);
+}

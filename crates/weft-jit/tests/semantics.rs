@@ -1,0 +1,464 @@
+//! Every cast between the ten dtypes, every arithmetic operator on every type and every math
+//! function, compiled with `-Wall -Wextra -Werror` and UBSan through the JIT, on edge-case
+//! inputs, compared with Rust's semantics (`as`, wrapping, Euclidean division with `x / 0 = 0`).
+
+use std::sync::Arc;
+use weft_ir::build::{Buf, ProcBuilder};
+use weft_ir::{BinOp, DType, Expr, MathFn, Memory, Proc, Span, UnOp};
+use weft_jit::{Arg, BufArg, Jit};
+
+const N: usize = 8;
+
+fn dram() -> Arc<Memory> {
+    Arc::new(Memory {
+        name: "DRAM".into(),
+        header: "#include <stdlib.h>".into(),
+        alloc: "{type} *{name} = ({type} *) malloc((size_t) ({size}) * sizeof({type}));".into(),
+        free: "free({name});".into(),
+        access: "{name}[{offset}]".into(),
+        addressable: true,
+        last_dim: None,
+        span: Span::DUMMY,
+    })
+}
+
+/// A value of any dtype, for computing expectations.
+#[derive(Clone, Copy, Debug)]
+enum V {
+    B(bool),
+    I(i128),
+    F(f64),
+}
+
+fn wrap(v: i128, d: DType) -> i128 {
+    let bits = d.bits();
+    let m = v.rem_euclid(1i128 << bits);
+    if d.is_signed() && m >= 1i128 << (bits - 1) {
+        m - (1i128 << bits)
+    } else {
+        m
+    }
+}
+
+fn round_to(v: f64, d: DType) -> f64 {
+    if d == DType::F32 {
+        v as f32 as f64
+    } else {
+        v
+    }
+}
+
+fn cast(v: V, to: DType) -> V {
+    match (v, to) {
+        (V::B(b), DType::Bool) => V::B(b),
+        (V::I(i), DType::Bool) => V::B(i != 0),
+        (V::F(f), DType::Bool) => V::B(f != 0.0),
+        (V::B(b), t) if t.is_float() => V::F(b as u8 as f64),
+        (V::B(b), _) => V::I(b as i128),
+        (V::I(i), t) if t.is_float() => V::F(if t == DType::F32 {
+            i as f32 as f64
+        } else {
+            i as f64
+        }),
+        (V::I(i), t) => V::I(wrap(i, t)),
+        (V::F(f), t) if t.is_float() => V::F(round_to(f, t)),
+        (V::F(f), t) => {
+            let (lo, hi) = t.int_range().unwrap();
+            V::I(if f.is_nan() {
+                0
+            } else if f <= lo as f64 {
+                lo
+            } else if f >= hi as f64 {
+                hi
+            } else {
+                f.trunc() as i128
+            })
+        }
+    }
+}
+
+fn inputs(d: DType) -> Vec<V> {
+    match d {
+        DType::Bool => (0..N).map(|i| V::B(i % 3 == 1)).collect(),
+        d if d.is_float() => [
+            0.0,
+            1.5,
+            -2.5,
+            f64::NAN,
+            f64::INFINITY,
+            -f64::INFINITY,
+            1e10,
+            -0.7,
+        ]
+        .iter()
+        .map(|v| V::F(round_to(*v, d)))
+        .collect(),
+        d => {
+            let (lo, hi) = d.int_range().unwrap();
+            [0, 1, -1, lo, hi, 7, -7, 100]
+                .iter()
+                .map(|v| V::I(wrap(*v, d)))
+                .collect()
+        }
+    }
+}
+
+/// Typed storage for one buffer.
+enum Data {
+    Bool(Vec<bool>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
+    I16(Vec<i16>),
+    U16(Vec<u16>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Data {
+    fn new(d: DType, vals: &[V]) -> Data {
+        let i = |v: &V| match v {
+            V::I(x) => *x,
+            _ => 0,
+        };
+        let f = |v: &V| match v {
+            V::F(x) => *x,
+            _ => 0.0,
+        };
+        match d {
+            DType::Bool => Data::Bool(vals.iter().map(|v| matches!(v, V::B(true))).collect()),
+            DType::I8 => Data::I8(vals.iter().map(|v| i(v) as i8).collect()),
+            DType::U8 => Data::U8(vals.iter().map(|v| i(v) as u8).collect()),
+            DType::I16 => Data::I16(vals.iter().map(|v| i(v) as i16).collect()),
+            DType::U16 => Data::U16(vals.iter().map(|v| i(v) as u16).collect()),
+            DType::I32 => Data::I32(vals.iter().map(|v| i(v) as i32).collect()),
+            DType::U32 => Data::U32(vals.iter().map(|v| i(v) as u32).collect()),
+            DType::I64 => Data::I64(vals.iter().map(|v| i(v) as i64).collect()),
+            DType::F32 => Data::F32(vals.iter().map(|v| f(v) as f32).collect()),
+            DType::F64 => Data::F64(vals.iter().map(f).collect()),
+        }
+    }
+
+    fn get(&self, k: usize) -> V {
+        match self {
+            Data::Bool(v) => V::B(v[k]),
+            Data::I8(v) => V::I(v[k] as i128),
+            Data::U8(v) => V::I(v[k] as i128),
+            Data::I16(v) => V::I(v[k] as i128),
+            Data::U16(v) => V::I(v[k] as i128),
+            Data::I32(v) => V::I(v[k] as i128),
+            Data::U32(v) => V::I(v[k] as i128),
+            Data::I64(v) => V::I(v[k] as i128),
+            Data::F32(v) => V::F(v[k] as f64),
+            Data::F64(v) => V::F(v[k]),
+        }
+    }
+
+    fn arg(&mut self, shape: &[usize]) -> Arg<'_> {
+        Arg::Buf(match self {
+            Data::Bool(v) => BufArg::new(v, shape),
+            Data::I8(v) => BufArg::new(v, shape),
+            Data::U8(v) => BufArg::new(v, shape),
+            Data::I16(v) => BufArg::new(v, shape),
+            Data::U16(v) => BufArg::new(v, shape),
+            Data::I32(v) => BufArg::new(v, shape),
+            Data::U32(v) => BufArg::new(v, shape),
+            Data::I64(v) => BufArg::new(v, shape),
+            Data::F32(v) => BufArg::new(v, shape),
+            Data::F64(v) => BufArg::new(v, shape),
+        })
+    }
+}
+
+const INT_OPS: [&str; 9] = [
+    "add", "sub", "mul", "div", "mod", "min", "max", "neg", "abs",
+];
+const FLOAT_OPS: [&str; 18] = [
+    "add", "sub", "mul", "div", "min", "max", "neg", "abs", "sqrt", "floor", "ceil", "fma", "exp",
+    "log", "sin", "cos", "tanh", "pow",
+];
+
+fn ops_of(d: DType) -> &'static [&'static str] {
+    if d.is_float() {
+        &FLOAT_OPS
+    } else {
+        &INT_OPS
+    }
+}
+
+fn build() -> Arc<Proc> {
+    let mem = dram();
+    let mut p = ProcBuilder::new("sink", &mem);
+    let n = Expr::int(N as i64);
+    let ins: Vec<Buf> = DType::ALL
+        .iter()
+        .map(|d| p.tensor(&format!("in_{d}"), *d, vec![n.clone()]))
+        .collect();
+    let casts: Vec<Buf> = DType::ALL
+        .iter()
+        .map(|d| p.tensor(&format!("cast_{d}"), *d, vec![Expr::int(10), n.clone()]))
+        .collect();
+    let arith: Vec<(DType, Buf)> = DType::ALL
+        .iter()
+        .filter(|d| **d != DType::Bool)
+        .map(|d| {
+            let rows = ops_of(*d).len() as i64;
+            (
+                *d,
+                p.tensor(&format!("ar_{d}"), *d, vec![Expr::int(rows), n.clone()]),
+            )
+        })
+        .collect();
+    p.body().for_("i", 0, n.clone(), |b, i| {
+        let j = (i + 3) % (N as i64);
+        for (to_k, to) in casts.iter().enumerate() {
+            for (from_k, from) in ins.iter().enumerate() {
+                let _ = to_k;
+                b.assign(
+                    to,
+                    vec![Expr::int(from_k as i64), i.clone()],
+                    Expr::cast(to.elem, from.at(vec![i.clone()])),
+                );
+            }
+        }
+        for (d, out) in &arith {
+            let src = &ins[DType::ALL.iter().position(|x| x == d).unwrap()];
+            let x = src.at(vec![i.clone()]);
+            let y = src.at(vec![j.clone()]);
+            for (row, op) in ops_of(*d).iter().enumerate() {
+                let bin = |o| Expr::binary(o, x.clone(), y.clone());
+                let m1 = |f| Expr::math(f, vec![x.clone()]);
+                let e = match *op {
+                    "add" => bin(BinOp::Add),
+                    "sub" => bin(BinOp::Sub),
+                    "mul" => bin(BinOp::Mul),
+                    "div" => bin(BinOp::Div),
+                    "mod" => bin(BinOp::Mod),
+                    "min" => bin(BinOp::Min),
+                    "max" => bin(BinOp::Max),
+                    "neg" => Expr::unary(UnOp::Neg, x.clone()),
+                    "abs" => m1(MathFn::Abs),
+                    "sqrt" => m1(MathFn::Sqrt),
+                    "floor" => m1(MathFn::Floor),
+                    "ceil" => m1(MathFn::Ceil),
+                    "exp" => m1(MathFn::Exp),
+                    "log" => m1(MathFn::Log),
+                    "sin" => m1(MathFn::Sin),
+                    "cos" => m1(MathFn::Cos),
+                    "tanh" => m1(MathFn::Tanh),
+                    "pow" => Expr::math(MathFn::Pow, vec![x.clone(), y.clone()]),
+                    _ => Expr::math(MathFn::Fma, vec![x.clone(), y.clone(), x.clone()]),
+                };
+                b.assign(out, vec![Expr::int(row as i64), i.clone()], e);
+            }
+        }
+    });
+    p.finish()
+}
+
+fn int_expect(op: &str, a: i128, b: i128, d: DType) -> i128 {
+    let v = match op {
+        "add" => a + b,
+        "sub" => a - b,
+        "mul" => a * b,
+        "div" if b == 0 => 0,
+        "div" => a.div_euclid(b),
+        "mod" if b == 0 => 0,
+        "mod" => a.rem_euclid(b),
+        "min" => {
+            if a < b {
+                a
+            } else {
+                b
+            }
+        }
+        "max" => {
+            if a > b {
+                a
+            } else {
+                b
+            }
+        }
+        "neg" => -a,
+        _ => a.abs(),
+    };
+    wrap(v, d)
+}
+
+fn float_expect(op: &str, a: f64, b: f64, d: DType) -> f64 {
+    if d == DType::F32 {
+        let (a, b) = (a as f32, b as f32);
+        (match op {
+            "add" => a + b,
+            "sub" => a - b,
+            "mul" => a * b,
+            "div" => a / b,
+            "min" => {
+                if a < b {
+                    a
+                } else {
+                    b
+                }
+            }
+            "max" => {
+                if a > b {
+                    a
+                } else {
+                    b
+                }
+            }
+            "neg" => -a,
+            "abs" => a.abs(),
+            "sqrt" => a.sqrt(),
+            "floor" => a.floor(),
+            "ceil" => a.ceil(),
+            "fma" => a.mul_add(b, a),
+            "exp" => a.exp(),
+            "log" => a.ln(),
+            "sin" => a.sin(),
+            "cos" => a.cos(),
+            "tanh" => a.tanh(),
+            _ => a.powf(b),
+        }) as f64
+    } else {
+        match op {
+            "add" => a + b,
+            "sub" => a - b,
+            "mul" => a * b,
+            "div" => a / b,
+            "min" => {
+                if a < b {
+                    a
+                } else {
+                    b
+                }
+            }
+            "max" => {
+                if a > b {
+                    a
+                } else {
+                    b
+                }
+            }
+            "neg" => -a,
+            "abs" => a.abs(),
+            "sqrt" => a.sqrt(),
+            "floor" => a.floor(),
+            "ceil" => a.ceil(),
+            "fma" => a.mul_add(b, a),
+            "exp" => a.exp(),
+            "log" => a.ln(),
+            "sin" => a.sin(),
+            "cos" => a.cos(),
+            "tanh" => a.tanh(),
+            _ => a.powf(b),
+        }
+    }
+}
+
+fn same(got: V, want: V, exact: bool) -> bool {
+    match (got, want) {
+        (V::B(a), V::B(b)) => a == b,
+        (V::I(a), V::I(b)) => a == b,
+        (V::F(a), V::F(b)) => {
+            (a.is_nan() && b.is_nan())
+                || a.to_bits() == b.to_bits()
+                || (!exact && (a - b).abs() <= 1e-5 * b.abs().max(1e-30))
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn all_casts_and_operators_match_rust_semantics() {
+    let proc = build();
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-fsanitize=undefined",
+        "-fno-sanitize-recover=undefined",
+    ];
+    let jit = Jit::with_compiler(
+        dir.path(),
+        "cc",
+        flags.iter().map(|s| s.to_string()).collect(),
+    )
+    .unwrap();
+    let module = jit.compile(&[proc]).unwrap();
+    let kernel = module.kernel("sink").unwrap();
+
+    let input_vals: Vec<Vec<V>> = DType::ALL.iter().map(|d| inputs(*d)).collect();
+    let mut ins: Vec<Data> = DType::ALL
+        .iter()
+        .zip(&input_vals)
+        .map(|(d, v)| Data::new(*d, v))
+        .collect();
+    let mut casts: Vec<Data> = DType::ALL
+        .iter()
+        .map(|d| Data::new(*d, &vec![V::I(0); 10 * N]))
+        .collect();
+    let arith_types: Vec<DType> = DType::ALL
+        .iter()
+        .copied()
+        .filter(|d| *d != DType::Bool)
+        .collect();
+    let mut arith: Vec<Data> = arith_types
+        .iter()
+        .map(|d| Data::new(*d, &vec![V::I(0); ops_of(*d).len() * N]))
+        .collect();
+    {
+        let mut args: Vec<Arg> = Vec::new();
+        for d in ins.iter_mut() {
+            args.push(d.arg(&[N]));
+        }
+        for d in casts.iter_mut() {
+            args.push(d.arg(&[10, N]));
+        }
+        for (d, t) in arith.iter_mut().zip(&arith_types) {
+            let rows = ops_of(*t).len();
+            args.push(d.arg(&[rows, N]));
+        }
+        kernel.call(&mut args).unwrap();
+    }
+    // Re-read inputs as stored (f32 rounding etc.).
+    let stored: Vec<Vec<V>> = ins
+        .iter()
+        .map(|d| (0..N).map(|k| d.get(k)).collect())
+        .collect();
+    for (to_k, to) in DType::ALL.iter().enumerate() {
+        for (from_k, from) in DType::ALL.iter().enumerate() {
+            for (i, input) in stored[from_k].iter().enumerate() {
+                let got = casts[to_k].get(from_k * N + i);
+                let want = cast(*input, *to);
+                assert!(
+                    same(got, want, true),
+                    "cast {from} -> {to} of {input:?}: got {got:?}, want {want:?}"
+                );
+            }
+        }
+    }
+    for (t_k, t) in arith_types.iter().enumerate() {
+        let src = &stored[DType::ALL.iter().position(|x| x == t).unwrap()];
+        for (row, op) in ops_of(*t).iter().enumerate() {
+            for i in 0..N {
+                let (a, b) = (src[i], src[(i + 3) % N]);
+                let got = arith[t_k].get(row * N + i);
+                let want = match (a, b) {
+                    (V::I(a), V::I(b)) => V::I(int_expect(op, a, b, *t)),
+                    (V::F(a), V::F(b)) => V::F(float_expect(op, a, b, *t)),
+                    _ => unreachable!(),
+                };
+                let exact = !matches!(*op, "exp" | "log" | "sin" | "cos" | "tanh" | "pow");
+                assert!(
+                    same(got, want, exact),
+                    "{op} on {t} of {a:?}, {b:?}: got {got:?}, want {want:?}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Printer round trip: `parse(print(m))` is alpha-equivalent to `m`, and printing is a fixpoint.
+
+mod common;
+
+use proptest::prelude::*;
+use weft_ir::alpha::alpha_eq_proc;
+use weft_ir::print::module_to_string;
+use weft_ir::Module;
+use weft_syntax::{parse_module, prelude, SourceMap};
+
+fn parse_or_render(name: &str, text: &str) -> Result<Module, String> {
+    let mut sm = SourceMap::new();
+    parse_module(&mut sm, name, text).map_err(|ds| {
+        let shown: Vec<String> = ds.iter().map(|d| sm.render(d)).collect();
+        format!("{}\n--- in ---\n{text}", shown.join("\n"))
+    })
+}
+
+/// Why `b` is not a faithful re-reading of `a`, if it is not.
+fn module_mismatch(a: &Module, b: &Module) -> Option<String> {
+    if a.imports != b.imports {
+        return Some(format!("imports {:?} vs {:?}", a.imports, b.imports));
+    }
+    if a.procs.len() != b.procs.len() {
+        return Some("proc count differs".into());
+    }
+    for (x, y) in a.procs.iter().zip(&b.procs) {
+        if !alpha_eq_proc(x, y) {
+            return Some(format!("proc `{}` differs:\n{x}\n--- vs ---\n{y}", x.name));
+        }
+    }
+    if a.memories.len() != b.memories.len() {
+        return Some("memory count differs".into());
+    }
+    for (x, y) in a.memories.iter().zip(&b.memories) {
+        let same = x.name == y.name
+            && x.header == y.header
+            && x.alloc == y.alloc
+            && x.free == y.free
+            && x.access == y.access
+            && x.addressable == y.addressable
+            && x.last_dim == y.last_dim;
+        if !same {
+            return Some(format!("memory `{}` differs: {x:?} vs {y:?}", x.name));
+        }
+    }
+    let cfgs = |m: &Module| -> Vec<_> {
+        m.configs
+            .iter()
+            .map(|c| (c.name.clone(), c.fields.clone()))
+            .collect()
+    };
+    if cfgs(a) != cfgs(b) {
+        return Some("configs differ".into());
+    }
+    None
+}
+
+fn check_round_trip(name: &str, text: &str) {
+    let m1 = parse_or_render(name, text).unwrap_or_else(|e| panic!("{e}"));
+    let t1 = module_to_string(&m1);
+    let m2 = parse_or_render("printed.weft", &t1).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(why) = module_mismatch(&m1, &m2) {
+        panic!("{name}: {why}");
+    }
+    let t2 = module_to_string(&m2);
+    assert_eq!(t1, t2, "{name}: printing is not a fixpoint");
+}
+
+#[test]
+fn hand_written_programs_round_trip() {
+    let dir = format!("{}/tests/programs", env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        check_round_trip(&path.display().to_string(), &text);
+        n += 1;
+    }
+    assert!(n >= 4);
+}
+
+#[test]
+fn tricky_expressions_round_trip() {
+    check_round_trip(
+        "tricky.weft",
+        "proc f(n: size, b: bool, x: f64[n], c: bool @ DRAM) {
+            assert not not b;
+            assert not (b or b) and not n < 3;
+            assert (n < 3) == b;
+            assert n - (n - 1) - -1 - -(1) >= -(n % 3);
+            for i in 0..n {
+                x[i] = -(-(-0.0)) + -x[i] * -(x[i] + 1.0) / (x[i] * 2.0);
+                x[i] = 5e-324 + 1e16 + 2.5e300 - 0.1;
+                c = not (c and c) or c == (x[i] < 0.0);
+                x[i] = -9223372036854775808 + 9223372036854775807;
+            }
+        }",
+    );
+}
+
+#[test]
+fn prelude_round_trips() {
+    let text = module_to_string(prelude());
+    let m = parse_or_render("std-printed.weft", &text).unwrap();
+    assert!(module_mismatch(prelude(), &m).is_none());
+}
+
+#[test]
+fn generator_is_deterministic_and_nontrivial() {
+    let a = module_to_string(&common::Gen::new(7).module());
+    let b = module_to_string(&common::Gen::new(7).module());
+    assert_eq!(a, b);
+    let total: usize = (0..20)
+        .map(|s| module_to_string(&common::Gen::new(s).module()).len())
+        .sum();
+    assert!(total > 5000, "generated programs are too small");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Random procs built with the Rust builder print, parse back alpha-equivalent, and print
+    /// the same again.
+    #[test]
+    fn random_modules_round_trip(seed in any::<u64>()) {
+        let m = common::Gen::new(seed).module();
+        let text = module_to_string(&m);
+        let parsed = parse_or_render("gen.weft", &text);
+        prop_assert!(parsed.is_ok(), "{}", parsed.err().unwrap_or_default());
+        let parsed = parsed.unwrap();
+        let why = module_mismatch(&m, &parsed);
+        prop_assert!(why.is_none(), "{}\n--- text ---\n{text}", why.unwrap_or_default());
+        prop_assert_eq!(module_to_string(&parsed), text);
+    }
+}
+
+/// The repository's example programs parse and round-trip; one that imports a library this build
+/// does not ship fails with an `import` error only.
+#[test]
+fn repository_examples_round_trip() {
+    let dir = format!("{}/../../examples", env!("CARGO_MANIFEST_DIR"));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("weft") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut sm = SourceMap::new();
+        match parse_module(&mut sm, &path.display().to_string(), &text) {
+            Ok(_) => check_round_trip(&path.display().to_string(), &text),
+            Err(ds) => {
+                for d in &ds {
+                    assert_eq!(d.rule, "import", "{}", sm.render(d));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Ahead-of-time output for build systems: a `.c` file, its `.h`, and a Make-style `.d`
+//! dependency file naming every `.weft` source the output was made from.
+
+use crate::{Error, Program};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use weft_ir::Proc;
+
+/// The files written.
+#[derive(Clone, Debug)]
+pub struct AotFiles {
+    pub c: PathBuf,
+    pub h: PathBuf,
+    pub d: PathBuf,
+}
+
+/// The procs to export from a program: the one named, or every proc that is not an instruction.
+pub fn select_procs(program: &Program, name: Option<&str>) -> Result<Vec<Arc<Proc>>, Error> {
+    match name {
+        Some(n) => match program.module.proc(n) {
+            Some(p) => Ok(vec![p.clone()]),
+            None => Err(Error::message(format!("error: no proc named `{n}` in this file"))),
+        },
+        None => Ok(program
+            .module
+            .procs
+            .iter()
+            .filter(|p| !p.is_instr())
+            .cloned()
+            .collect()),
+    }
+}
+
+fn escape_make(p: &Path) -> String {
+    p.display().to_string().replace(' ', "\\ ").replace('$', "$$")
+}
+
+/// Write `<stem>.c`, `<stem>.h` and `<stem>.d` into `out_dir`.
+pub fn write(
+    program: &Program,
+    procs: &[Arc<Proc>],
+    out_dir: &Path,
+    stem: &str,
+) -> Result<AotFiles, Error> {
+    let unit = weft_c::emit(procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| Error::message(format!("error: cannot create {}: {e}", out_dir.display())))?;
+    let files = AotFiles {
+        c: out_dir.join(format!("{stem}.c")),
+        h: out_dir.join(format!("{stem}.h")),
+        d: out_dir.join(format!("{stem}.d")),
+    };
+    let deps: Vec<String> = program.deps.iter().map(|p| escape_make(p)).collect();
+    let depfile = format!(
+        "{} {}: {}\n",
+        escape_make(&files.c),
+        escape_make(&files.h),
+        deps.join(" ")
+    );
+    for (path, text) in [
+        (&files.c, &unit.source),
+        (&files.h, &unit.header),
+        (&files.d, &depfile),
+    ] {
+        std::fs::write(path, text)
+            .map_err(|e| Error::message(format!("error: cannot write {}: {e}", path.display())))?;
+    }
+    Ok(files)
+}

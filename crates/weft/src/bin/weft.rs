@@ -1,0 +1,185 @@
+//! The `weft` command-line tool.
+
+use clap::{Parser, Subcommand};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weft::run::{run_and_compare, RunOptions};
+use weft::{aot, Error};
+
+#[derive(Parser)]
+#[command(name = "weft", version, about = "weft: write what to compute, schedule how, get checked native code")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a .weft file: types, quasi-affine control, bounds and call preconditions (exit 0 when
+    /// well-formed and safe, 1 with diagnostics otherwise).
+    Check { file: PathBuf },
+    /// Print a .weft file in canonical form.
+    Fmt { file: PathBuf },
+    /// Emit C and a header (and a .d dependency file) for a .weft file.
+    C {
+        file: PathBuf,
+        /// Export only this proc (default: every proc that is not an instruction).
+        #[arg(long)]
+        proc: Option<String>,
+        /// Write NAME.c, NAME.h and NAME.d into this directory instead of printing the C.
+        #[arg(short = 'o', long = "out-dir")]
+        out_dir: Option<PathBuf>,
+    },
+    /// Run a proc on random inputs, compiled and interpreted; compare the results and time it.
+    Run {
+        file: PathBuf,
+        #[arg(long)]
+        proc: String,
+        /// A size argument, NAME=VALUE (repeat for each).
+        #[arg(long = "size", value_parser = parse_size)]
+        sizes: Vec<(String, i64)>,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Timed native repetitions (the best is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+    },
+    /// Run every `// run:` line of every .weft file in a directory (the shipped examples).
+    Examples {
+        #[arg(default_value = "examples")]
+        dir: PathBuf,
+    },
+}
+
+fn parse_size(s: &str) -> Result<(String, i64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, found `{s}`"))?;
+    let v: i64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not an integer"))?;
+    Ok((k.trim().to_string(), v))
+}
+
+fn run_one(file: &Path, proc: &str, sizes: &[(String, i64)], seed: u64, reps: usize) -> Result<String, Error> {
+    let program = weft::load(file)?;
+    let p = program
+        .module
+        .proc(proc)
+        .ok_or_else(|| Error::message(format!("error: no proc named `{proc}` in {}", file.display())))?
+        .clone();
+    let jit = weft::jit::Jit::new().map_err(|e| Error::message(format!("error: {e}")))?;
+    let opts = RunOptions {
+        sizes: sizes.iter().cloned().collect::<HashMap<_, _>>(),
+        seed,
+        reps,
+    };
+    Ok(run_and_compare(&program, &p, &jit, &opts)?.to_string())
+}
+
+/// The `// run: ARGS` lines of a file, parsed as `weft run` options.
+fn run_lines(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("// run:"))
+        .map(|rest| rest.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: Result<(), Error> = (|| match cli.command {
+        Command::Check { file } => {
+            let t0 = std::time::Instant::now();
+            let program = weft::parse(&file)?;
+            let stats = weft::check::check_module(&program.module)
+                .map_err(|d| Error::new(&program.sources, d))?;
+            println!(
+                "{}: ok ({} procs, {} solver queries, {:.1} ms)",
+                file.display(),
+                stats.procs,
+                stats.queries,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+            Ok(())
+        }
+        Command::Fmt { file } => {
+            let program = weft::parse(&file)?;
+            print!("{}", program.module);
+            Ok(())
+        }
+        Command::C { file, proc, out_dir } => {
+            let program = weft::load(&file)?;
+            let procs = aot::select_procs(&program, proc.as_deref())?;
+            match out_dir {
+                Some(dir) => {
+                    let stem = proc.clone().unwrap_or_else(|| {
+                        file.file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_else(|| "weft".into())
+                    });
+                    let files = aot::write(&program, &procs, &dir, &stem)?;
+                    println!("wrote {}, {}, {}", files.c.display(), files.h.display(), files.d.display());
+                }
+                None => {
+                    let unit = weft::c::emit(&procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
+                    print!("{}", unit.source);
+                }
+            }
+            Ok(())
+        }
+        Command::Run { file, proc, sizes, seed, reps } => {
+            println!("{}", run_one(&file, &proc, &sizes, seed, reps)?);
+            Ok(())
+        }
+        Command::Examples { dir } => {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .map_err(|e| Error::message(format!("error: cannot read {}: {e}", dir.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "weft"))
+                .collect();
+            files.sort();
+            let mut failures = 0;
+            let mut runs = 0;
+            for f in &files {
+                let text = std::fs::read_to_string(f)
+                    .map_err(|e| Error::message(format!("error: cannot read {}: {e}", f.display())))?;
+                for line in run_lines(&text) {
+                    let argv = std::iter::once("weft".to_string())
+                        .chain(std::iter::once("run".to_string()))
+                        .chain(std::iter::once(f.display().to_string()))
+                        .chain(line);
+                    runs += 1;
+                    let outcome = match Cli::try_parse_from(argv) {
+                        Ok(Cli { command: Command::Run { file, proc, sizes, seed, reps } }) => {
+                            run_one(&file, &proc, &sizes, seed, reps)
+                        }
+                        Ok(_) => Err(Error::message("error: a `// run:` line must hold `weft run` options")),
+                        Err(e) => Err(Error::message(e.to_string())),
+                    };
+                    match outcome {
+                        Ok(report) => println!("{}: {report}", f.display()),
+                        Err(e) => {
+                            failures += 1;
+                            eprintln!("{}: FAILED\n{e}", f.display());
+                        }
+                    }
+                }
+            }
+            println!("{} passed, {} failed", runs - failures, failures);
+            if failures > 0 {
+                return Err(Error::message(format!("error: {failures} example run(s) failed")));
+            }
+            Ok(())
+        }
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}

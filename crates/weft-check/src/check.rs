@@ -496,10 +496,12 @@ impl Walk<'_> {
                     );
                     return None;
                 }
+                let mut terms = Vec::new();
                 for i in idx {
-                    self.expect_ctrl(i, Ty::Int, "an index")?;
+                    terms.push(Some(self.expect_ctrl(i, Ty::Int, "an index")?));
                 }
                 self.check_addressable(&b, e.span);
+                self.bounds(&b, idx, &terms, e.span, "read");
                 Ty::Data(b.elem)
             }
             ExprKind::Unary(op, a) => {

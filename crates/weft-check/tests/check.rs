@@ -362,3 +362,17 @@ fn counterexample_is_concrete() {
     assert_eq!(get("i"), get("n") - 1, "{note}");
     assert_eq!(get("index"), get("n"), "{note}");
 }
+
+#[test]
+fn rejects_out_of_bounds_read() {
+    let mut p = ProcBuilder::new("shift", &dram());
+    let n = p.size("n");
+    let x = p.tensor("x", DType::F32, vec![n.clone()]);
+    let y = p.tensor("y", DType::F32, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        b.assign(&y, vec![i.clone()], x.at(vec![i + 1]));
+    });
+    let d = one_error(check_proc(&p.finish()));
+    assert_eq!(d.rule, "bounds");
+    assert!(d.message.starts_with("read of `x`"), "{d}");
+}

@@ -47,7 +47,7 @@ pub use parser::MAX_DEPTH;
 /// first: it is the prelude, implicitly in scope everywhere.
 const BUILTIN_LIBS: &[(&str, &str)] = &[
     ("std", include_str!("../../../lib/std.weft")),
-    // ("avx512", include_str!("../../../lib/avx512.weft")),
+    ("avx512", include_str!("../../../lib/avx512.weft")),
 ];
 
 /// Index of the prelude in [`BUILTIN_LIBS`].

@@ -19,7 +19,9 @@ pub fn select_procs(program: &Program, name: Option<&str>) -> Result<Vec<Arc<Pro
     match name {
         Some(n) => match program.module.proc(n) {
             Some(p) => Ok(vec![p.clone()]),
-            None => Err(Error::message(format!("error: no proc named `{n}` in this file"))),
+            None => Err(Error::message(format!(
+                "error: no proc named `{n}` in this file"
+            ))),
         },
         None => Ok(program
             .module
@@ -32,7 +34,10 @@ pub fn select_procs(program: &Program, name: Option<&str>) -> Result<Vec<Arc<Pro
 }
 
 fn escape_make(p: &Path) -> String {
-    p.display().to_string().replace(' ', "\\ ").replace('$', "$$")
+    p.display()
+        .to_string()
+        .replace(' ', "\\ ")
+        .replace('$', "$$")
 }
 
 /// Write `<stem>.c`, `<stem>.h` and `<stem>.d` into `out_dir`.

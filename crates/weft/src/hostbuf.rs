@@ -101,8 +101,12 @@ impl HostData {
 /// Whether two scalars are the same bit for bit (every NaN equals every NaN).
 pub fn same_bits(a: Scalar, b: Scalar) -> bool {
     match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
-        (Scalar::F64(x), Scalar::F64(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+        (Scalar::F32(x), Scalar::F32(y)) => {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }
+        (Scalar::F64(x), Scalar::F64(y)) => {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }
         _ => a == b,
     }
 }

@@ -137,7 +137,11 @@ pub fn run_and_compare(
     let mut sizes: Vec<(String, i64)> = proc
         .args
         .iter()
-        .filter_map(|a| opts.sizes.get(a.sym.name()).map(|v| (a.sym.name().to_string(), *v)))
+        .filter_map(|a| {
+            opts.sizes
+                .get(a.sym.name())
+                .map(|v| (a.sym.name().to_string(), *v))
+        })
         .collect();
     sizes.dedup();
     Ok(RunReport {

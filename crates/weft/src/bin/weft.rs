@@ -8,7 +8,11 @@ use weft::run::{run_and_compare, RunOptions};
 use weft::{aot, Error};
 
 #[derive(Parser)]
-#[command(name = "weft", version, about = "weft: write what to compute, schedule how, get checked native code")]
+#[command(
+    name = "weft",
+    version,
+    about = "weft: write what to compute, schedule how, get checked native code"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -64,12 +68,23 @@ fn parse_size(s: &str) -> Result<(String, i64), String> {
     Ok((k.trim().to_string(), v))
 }
 
-fn run_one(file: &Path, proc: &str, sizes: &[(String, i64)], seed: u64, reps: usize) -> Result<String, Error> {
+fn run_one(
+    file: &Path,
+    proc: &str,
+    sizes: &[(String, i64)],
+    seed: u64,
+    reps: usize,
+) -> Result<String, Error> {
     let program = weft::load(file)?;
     let p = program
         .module
         .proc(proc)
-        .ok_or_else(|| Error::message(format!("error: no proc named `{proc}` in {}", file.display())))?
+        .ok_or_else(|| {
+            Error::message(format!(
+                "error: no proc named `{proc}` in {}",
+                file.display()
+            ))
+        })?
         .clone();
     let jit = weft::jit::Jit::new().map_err(|e| Error::message(format!("error: {e}")))?;
     let opts = RunOptions {
@@ -110,7 +125,11 @@ fn main() -> ExitCode {
             print!("{}", program.module);
             Ok(())
         }
-        Command::C { file, proc, out_dir } => {
+        Command::C {
+            file,
+            proc,
+            out_dir,
+        } => {
             let program = weft::load(&file)?;
             let procs = aot::select_procs(&program, proc.as_deref())?;
             match out_dir {
@@ -121,16 +140,28 @@ fn main() -> ExitCode {
                             .unwrap_or_else(|| "weft".into())
                     });
                     let files = aot::write(&program, &procs, &dir, &stem)?;
-                    println!("wrote {}, {}, {}", files.c.display(), files.h.display(), files.d.display());
+                    println!(
+                        "wrote {}, {}, {}",
+                        files.c.display(),
+                        files.h.display(),
+                        files.d.display()
+                    );
                 }
                 None => {
-                    let unit = weft::c::emit(&procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
+                    let unit =
+                        weft::c::emit(&procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
                     print!("{}", unit.source);
                 }
             }
             Ok(())
         }
-        Command::Run { file, proc, sizes, seed, reps } => {
+        Command::Run {
+            file,
+            proc,
+            sizes,
+            seed,
+            reps,
+        } => {
             println!("{}", run_one(&file, &proc, &sizes, seed, reps)?);
             Ok(())
         }
@@ -144,8 +175,9 @@ fn main() -> ExitCode {
             let mut failures = 0;
             let mut runs = 0;
             for f in &files {
-                let text = std::fs::read_to_string(f)
-                    .map_err(|e| Error::message(format!("error: cannot read {}: {e}", f.display())))?;
+                let text = std::fs::read_to_string(f).map_err(|e| {
+                    Error::message(format!("error: cannot read {}: {e}", f.display()))
+                })?;
                 for line in run_lines(&text) {
                     let argv = std::iter::once("weft".to_string())
                         .chain(std::iter::once("run".to_string()))
@@ -153,10 +185,19 @@ fn main() -> ExitCode {
                         .chain(line);
                     runs += 1;
                     let outcome = match Cli::try_parse_from(argv) {
-                        Ok(Cli { command: Command::Run { file, proc, sizes, seed, reps } }) => {
-                            run_one(&file, &proc, &sizes, seed, reps)
-                        }
-                        Ok(_) => Err(Error::message("error: a `// run:` line must hold `weft run` options")),
+                        Ok(Cli {
+                            command:
+                                Command::Run {
+                                    file,
+                                    proc,
+                                    sizes,
+                                    seed,
+                                    reps,
+                                },
+                        }) => run_one(&file, &proc, &sizes, seed, reps),
+                        Ok(_) => Err(Error::message(
+                            "error: a `// run:` line must hold `weft run` options",
+                        )),
                         Err(e) => Err(Error::message(e.to_string())),
                     };
                     match outcome {
@@ -170,7 +211,9 @@ fn main() -> ExitCode {
             }
             println!("{} passed, {} failed", runs - failures, failures);
             if failures > 0 {
-                return Err(Error::message(format!("error: {failures} example run(s) failed")));
+                return Err(Error::message(format!(
+                    "error: {failures} example run(s) failed"
+                )));
             }
             Ok(())
         }

@@ -1,0 +1,248 @@
+//! The `weft` command-line tool as a user runs it: exit codes, diagnostics with place, rule and
+//! counterexample, and run-time misuse reported as errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .env("WEFT_CACHE_DIR", cache_dir())
+        .output()
+        .expect("run weft")
+}
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("weft-cli-cache")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, src: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, src).unwrap();
+    p.display().to_string()
+}
+
+fn example(name: &str) -> String {
+    format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `weft check` rejects the program with exit code 1, showing the rule, the source line with a
+/// caret, and every expected fragment.
+fn rejects(src: &str, rule: &str, fragments: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "bad.weft", src);
+    let o = weft(&["check", &f]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(&format!("[{rule}]")),
+        "expected rule {rule}:\n{out}"
+    );
+    assert!(out.contains("bad.weft:"), "no file:line:\n{out}");
+    // ariadne underlines a span with carets; a one-character span gets a pointer instead.
+    assert!(out.contains('^') || out.contains("`--"), "no caret:\n{out}");
+    for frag in fragments {
+        assert!(out.contains(frag), "expected `{frag}` in:\n{out}");
+    }
+}
+
+#[test]
+fn check_accepts_every_example() {
+    for f in [
+        "sgemm.weft",
+        "blur.weft",
+        "conv2d.weft",
+        "reduce.weft",
+        "vec_fma.weft",
+    ] {
+        let o = weft(&["check", &example(f)]);
+        assert!(o.status.success(), "{f}: {}", text(&o));
+        assert!(text(&o).contains("ok"));
+    }
+}
+
+#[test]
+fn check_rejects_out_of_bounds_with_counterexample() {
+    rejects(
+        "proc shift(n: size, x: f32[n], y: f32[n]) {\n    for i in 0..n {\n        y[i] = x[i + 1];\n    }\n}\n",
+        "bounds",
+        &["`x`", "i + 1", "counterexample", "n = ", "i = ", "y[i] = x[i + 1];"],
+    );
+}
+
+#[test]
+fn check_rejects_ill_typed_expression() {
+    rejects(
+        "proc mix(n: size, x: f32[n], y: i8[n]) {\n    for i in 0..n {\n        x[i] = x[i] + y[i];\n    }\n}\n",
+        "type",
+        &["f32", "i8", "cast"],
+    );
+}
+
+#[test]
+fn check_rejects_data_dependent_loop_bound() {
+    rejects(
+        "proc dd(n: size, len: i32, x: f32[n]) {\n    for i in 0..len {\n        x[0] = 1.0;\n    }\n}\n",
+        "data-dependent-control",
+        &["loop bound", "depends on data"],
+    );
+}
+
+#[test]
+fn check_rejects_non_affine_index() {
+    rejects(
+        "proc na(n: size, x: f32[n, n]) {\n    for i in 0..n {\n        for j in 0..n {\n            x[i * j, 0] = 0.0;\n        }\n    }\n}\n",
+        "quasi-affine",
+        &["i * j"],
+    );
+}
+
+#[test]
+fn check_rejects_call_violating_precondition() {
+    rejects(
+        "proc small(m: size, x: [f32][m]) {\n    assert m <= 16;\n    for i in 0..m {\n        x[i] = 0.0;\n    }\n}\n\nproc big(x: f32[17]) {\n    small(17, x);\n}\n",
+        "precondition",
+        &["m <= 16", "small"],
+    );
+}
+
+#[test]
+fn check_rejects_unknown_name() {
+    rejects(
+        "proc u(n: size, x: f32[n]) {\n    for i in 0..n {\n        x[i] = z[i];\n    }\n}\n",
+        "unknown-name",
+        &["`z`"],
+    );
+}
+
+#[test]
+fn check_rejects_duplicate_definition() {
+    rejects(
+        "proc p(n: size) {\n}\n\nproc p(n: size) {\n}\n",
+        "duplicate-definition",
+        &["`p`"],
+    );
+}
+
+#[test]
+fn fmt_prints_canonical_text_that_checks() {
+    let o = weft(&["fmt", &example("conv2d.weft")]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "canon.weft", &String::from_utf8_lossy(&o.stdout));
+    let again = weft(&["fmt", &f]);
+    assert_eq!(o.stdout, again.stdout, "fmt is not a fixpoint");
+    assert!(weft(&["check", &f]).status.success());
+}
+
+#[test]
+fn c_writes_source_header_and_depfile() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = weft(&[
+        "c",
+        &example("vec_fma.weft"),
+        "-o",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let c = std::fs::read_to_string(out.join("vec_fma.c")).unwrap();
+    let h = std::fs::read_to_string(out.join("vec_fma.h")).unwrap();
+    let d = std::fs::read_to_string(out.join("vec_fma.d")).unwrap();
+    assert!(
+        c.contains("_mm512_fmadd_ps"),
+        "instruction template not emitted"
+    );
+    assert!(h.contains("vec_fma__entry"));
+    assert!(d.contains("vec_fma.weft") && d.contains(':'), "{d}");
+    // --proc selects one proc; a missing one is an error.
+    let o = weft(&["c", &example("reduce.weft"), "--proc", "dot"]);
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("sum_i32"));
+    let o = weft(&["c", &example("reduce.weft"), "--proc", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("nope"));
+}
+
+#[test]
+fn run_compares_native_and_interpreter() {
+    let o = weft(&[
+        "run",
+        &example("sgemm.weft"),
+        "--proc",
+        "sgemm",
+        "--size",
+        "M=7",
+        "--size",
+        "N=5",
+        "--size",
+        "K=3",
+        "--reps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("identical"), "{}", text(&o));
+}
+
+#[test]
+fn run_reports_misuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "small.weft",
+        "proc small(m: size, x: f32[m]) {\n    assert m <= 16;\n    for i in 0..m {\n        x[i] = 1.0;\n    }\n}\n",
+    );
+    // A size violating the precondition.
+    let o = weft(&["run", &f, "--proc", "small", "--size", "m=17"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("m <= 16") || text(&o).contains("precondition"),
+        "{}",
+        text(&o)
+    );
+    // A non-positive size.
+    let o = weft(&["run", &f, "--proc", "small", "--size", "m=0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // A missing size.
+    let o = weft(&["run", &f, "--proc", "small"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains('m'), "{}", text(&o));
+    // A malformed size and an unknown proc.
+    assert_eq!(
+        weft(&["run", &f, "--proc", "small", "--size", "m"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        weft(&["run", &f, "--proc", "big", "--size", "m=1"])
+            .status
+            .code(),
+        Some(1)
+    );
+    // A file that does not exist.
+    assert_eq!(
+        weft(&["check", "/nonexistent/x.weft"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for sub in ["check", "fmt", "c", "run", "examples"] {
+        let o = weft(&[sub, "--help"]);
+        assert!(o.status.success(), "{sub}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Usage"),
+            "{sub}"
+        );
+    }
+}

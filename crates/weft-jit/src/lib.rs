@@ -194,7 +194,14 @@ impl Jit {
             })
     }
 
-    fn all_flags(&self) -> Vec<String> {
+    /// The C compiler this JIT runs.
+    pub fn compiler(&self) -> &str {
+        &self.cc
+    }
+
+    /// Every flag passed to the compiler: the configured ones and the required ones. Benchmarks
+    /// compile their reference C with exactly these.
+    pub fn all_flags(&self) -> Vec<String> {
         self.flags
             .iter()
             .cloned()

@@ -132,7 +132,8 @@ enum Ext {
 struct BufInfo {
     buf: Buf,
     dims: Vec<Ext>,
-    /// Index into `Gen::roots` terms: buffers with the same root may alias.
+    /// The symbol id of the argument or allocation this buffer views: buffers with the same
+    /// root may alias, so a call never gets two of them.
     root: u64,
     /// Whether the buffer lives in DRAM (only those are passed to helpers, whose parameters are
     /// DRAM windows).
@@ -148,6 +149,7 @@ struct LoopVar {
     minus: i64,
 }
 
+/// The state of generating one proc body.
 struct Gen<'r, R: Rng> {
     rng: &'r mut R,
     dram: Arc<Memory>,
@@ -157,16 +159,20 @@ struct Gen<'r, R: Rng> {
     loops: Vec<LoopVar>,
     /// `(loop index, extent)`: facts `loops[i].var < extent` established by an enclosing `if`.
     guards: Vec<(usize, Ext)>,
+    /// Every helper generated so far, callees before callers.
     helpers: Vec<Arc<Proc>>,
     proc_name: String,
     /// How many levels of calls may still be nested below this proc (0: it makes no calls).
     call_levels: usize,
     /// Helpers this proc already calls, by the element types of `x` and `y`, for reuse.
     callable: Vec<(DType, DType, Arc<Proc>)>,
+    /// Numbers fresh local names.
     counter: u64,
+    /// Temporaries allocated so far (at most 3 per proc keep the procs small).
     allocs: usize,
 }
 
+/// The deepest nesting of `for`/`if` blocks.
 const MAX_DEPTH: usize = 3;
 
 impl<R: Rng> Gen<'_, R> {

@@ -92,6 +92,11 @@ impl HostData {
         }
     }
 
+    /// A pointer to the first element, for calling C directly.
+    pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+        each_type!(self, v => v.as_mut_ptr() as *mut std::ffi::c_void)
+    }
+
     /// A JIT argument viewing this buffer with a dense row-major `shape`.
     pub fn as_arg<'a>(&'a mut self, shape: &[usize]) -> Arg<'a> {
         each_type!(self, v => Arg::Buf(BufArg::new(v.as_mut_slice(), shape)))

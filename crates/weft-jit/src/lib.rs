@@ -307,7 +307,8 @@ pub struct Module {
     path: PathBuf,
 }
 
-type EntryFn = unsafe extern "C" fn(*const WeftArg, i64, *mut c_char, i64) -> i32;
+/// The C type of a uniform entry point `NAME__entry(args, nargs, err, err_len)`.
+pub type EntryFn = unsafe extern "C" fn(*const WeftArg, i64, *mut c_char, i64) -> i32;
 
 #[repr(C)]
 struct WeftBuffer {
@@ -318,8 +319,9 @@ struct WeftBuffer {
     strides: *const i64,
 }
 
+/// One argument of a uniform entry point (the C `weft_arg`); built only by [`Kernel::call`].
 #[repr(C)]
-struct WeftArg {
+pub struct WeftArg {
     kind: i32,
     i: i64,
     buf: *const WeftBuffer,
@@ -353,7 +355,7 @@ impl Module {
                 .map_err(|e| JitError::Load(e.to_string()))?
         };
         Ok(Kernel {
-            _lib: self.lib.clone(),
+            _lib: Some(self.lib.clone()),
             entry: f,
             info: info.clone(),
         })
@@ -363,12 +365,26 @@ impl Module {
 /// A callable entry point; keeps its shared object loaded.
 #[derive(Clone)]
 pub struct Kernel {
-    _lib: Arc<Library>,
+    /// The shared object the entry point lives in; None for code linked into the program (AOT).
+    _lib: Option<Arc<Library>>,
     entry: EntryFn,
     info: EntryInfo,
 }
 
 impl Kernel {
+    /// A kernel for an entry point linked into the program ahead of time (see `weft::build`).
+    ///
+    /// # Safety
+    /// `entry` must be the uniform entry point that weft generated for exactly the proc `info`
+    /// describes.
+    pub unsafe fn from_entry(entry: EntryFn, info: EntryInfo) -> Kernel {
+        Kernel {
+            _lib: None,
+            entry,
+            info,
+        }
+    }
+
     /// The entry point's description.
     pub fn info(&self) -> &EntryInfo {
         &self.info

@@ -6,6 +6,7 @@
 //! runner behind `weft run` ([`run`]), and the `weft` command-line tool (`src/bin/weft.rs`).
 
 pub mod aot;
+pub mod build;
 pub mod hostbuf;
 pub mod run;
 

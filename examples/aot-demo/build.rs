@@ -1,0 +1,7 @@
+//! Compile the crate's weft kernels ahead of time: checked, emitted as C, compiled and linked.
+fn main() {
+    weft::build::Build::new()
+        .file("kernels/saxpy.weft")
+        .compile("kernels")
+        .unwrap_or_else(|e| panic!("{e}"));
+}

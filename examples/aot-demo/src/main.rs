@@ -1,0 +1,71 @@
+//! Calls weft kernels that `build.rs` compiled ahead of time, through the same checked call API
+//! as JIT kernels.
+
+include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+
+use weft::jit::{Arg, BufArg};
+
+/// `y = a * x + y` with the AOT kernel.
+fn saxpy(a: f32, x: &[f32], y: &mut [f32]) -> Result<(), weft::jit::JitError> {
+    let n = x.len();
+    kernels::saxpy().call(&mut [
+        Arg::Int(n as i64),
+        Arg::Buf(BufArg::scalar(&a)),
+        Arg::Buf(BufArg::from_slice(x, &[n])),
+        Arg::Buf(BufArg::new(y, &[n])),
+    ])
+}
+
+fn main() {
+    let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
+    let mut y = vec![1.0f32; 8];
+    saxpy(2.0, &x, &mut y).expect("saxpy");
+    println!("saxpy: {y:?}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saxpy_matches_rust() {
+        let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let mut y: Vec<f32> = (0..37).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+        let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 1.5 * x + y).collect();
+        saxpy(1.5, &x, &mut y).unwrap();
+        assert_eq!(y, want);
+    }
+
+    #[test]
+    fn transpose_of_a_strided_view() {
+        // A window parameter accepts a transposed ndarray view.
+        let src = ndarray::Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as f32);
+        let view = src.t();
+        let mut dst = vec![0f32; 15];
+        kernels::transpose()
+            .call(&mut [
+                Arg::Int(5),
+                Arg::Int(3),
+                Arg::Buf(view.into()),
+                Arg::Buf(BufArg::new(&mut dst, &[3, 5])),
+            ])
+            .unwrap();
+        assert_eq!(dst, src.iter().copied().collect::<Vec<f32>>());
+    }
+
+    #[test]
+    fn misuse_is_an_error() {
+        let x = vec![0f32; 4];
+        let mut y = vec![0f32; 3];
+        // Shapes disagree with the size argument.
+        let r = kernels::saxpy().call(&mut [
+            Arg::Int(4),
+            Arg::Buf(BufArg::scalar(&1.0f32)),
+            Arg::Buf(BufArg::from_slice(&x, &[4])),
+            Arg::Buf(BufArg::new(&mut y, &[3])),
+        ]);
+        assert!(r.is_err());
+        // Too few arguments.
+        assert!(kernels::saxpy().call(&mut [Arg::Int(4)]).is_err());
+    }
+}

@@ -20,7 +20,7 @@ fn mem(name: &str, addressable: bool, last_dim: Option<i64>) -> Arc<Memory> {
 }
 
 fn dram() -> Arc<Memory> {
-    mem("DRAM", true, None)
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
 }
 
 fn one_error(r: Result<(), Vec<Diagnostic>>) -> Diagnostic {

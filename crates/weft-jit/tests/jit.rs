@@ -4,20 +4,11 @@ use ndarray::{s, Array2};
 use std::sync::Arc;
 use std::time::Instant;
 use weft_ir::build::ProcBuilder;
-use weft_ir::{BinOp, DType, Expr, Memory, Proc, Span};
+use weft_ir::{BinOp, DType, Expr, Memory, Proc};
 use weft_jit::{Arg, BufArg, Jit, JitError};
 
 fn dram() -> Arc<Memory> {
-    Arc::new(Memory {
-        name: "DRAM".into(),
-        header: "#include <stdlib.h>".into(),
-        alloc: "{type} *{name} = ({type} *) malloc((size_t) ({size}) * sizeof({type}));".into(),
-        free: "free({name});".into(),
-        access: "{name}[{offset}]".into(),
-        addressable: true,
-        last_dim: None,
-        span: Span::DUMMY,
-    })
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
 }
 
 /// `saxpy(n, a, x: [f32][n], y: f32[n])`: y += a * x, with `n % 2 == 0` required.

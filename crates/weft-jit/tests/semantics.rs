@@ -4,22 +4,13 @@
 
 use std::sync::Arc;
 use weft_ir::build::{Buf, ProcBuilder};
-use weft_ir::{BinOp, DType, Expr, MathFn, Memory, Proc, Span, UnOp};
+use weft_ir::{BinOp, DType, Expr, MathFn, Memory, Proc, UnOp};
 use weft_jit::{Arg, BufArg, Jit};
 
 const N: usize = 8;
 
 fn dram() -> Arc<Memory> {
-    Arc::new(Memory {
-        name: "DRAM".into(),
-        header: "#include <stdlib.h>".into(),
-        alloc: "{type} *{name} = ({type} *) malloc((size_t) ({size}) * sizeof({type}));".into(),
-        free: "free({name});".into(),
-        access: "{name}[{offset}]".into(),
-        addressable: true,
-        last_dim: None,
-        span: Span::DUMMY,
-    })
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
 }
 
 /// A value of any dtype, for computing expectations.

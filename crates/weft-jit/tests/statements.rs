@@ -8,16 +8,7 @@ use weft_ir::{Config, CtrlType, DType, Expr, Memory, Proc, Span, WinCoord};
 use weft_jit::{Arg, BufArg, Jit};
 
 fn dram() -> Arc<Memory> {
-    Arc::new(Memory {
-        name: "DRAM".into(),
-        header: "#include <stdlib.h>".into(),
-        alloc: "{type} *{name} = ({type} *) malloc((size_t) ({size}) * sizeof({type}));".into(),
-        free: "free({name});".into(),
-        access: "{name}[{offset}]".into(),
-        addressable: true,
-        last_dim: None,
-        span: Span::DUMMY,
-    })
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
 }
 
 fn misc() -> Arc<Proc> {

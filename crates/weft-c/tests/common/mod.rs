@@ -6,34 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use weft_ir::{Memory, Span};
+use weft_ir::Memory;
 
-/// DRAM, with lib/std.weft's template strings.
+/// DRAM from the prelude (lib/std.weft).
 pub fn dram() -> Arc<Memory> {
-    Arc::new(Memory {
-        name: "DRAM".into(),
-        header: "#include <stdlib.h>".into(),
-        alloc: "{type} *{name} = ({type} *) malloc((size_t) ({size}) * sizeof({type}));".into(),
-        free: "free({name});".into(),
-        access: "{name}[{offset}]".into(),
-        addressable: true,
-        last_dim: None,
-        span: Span::DUMMY,
-    })
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
 }
 
-/// DRAM_STACK, with lib/std.weft's template strings.
+/// DRAM_STACK from the prelude (lib/std.weft).
 pub fn dram_stack() -> Arc<Memory> {
-    Arc::new(Memory {
-        name: "DRAM_STACK".into(),
-        header: "".into(),
-        alloc: "{type} {name}[{size}];".into(),
-        free: "".into(),
-        access: "{name}[{offset}]".into(),
-        addressable: true,
-        last_dim: None,
-        span: Span::DUMMY,
-    })
+    weft_syntax::std_memory("DRAM_STACK").expect("the prelude declares DRAM_STACK")
 }
 
 /// A fresh scratch directory for one test.

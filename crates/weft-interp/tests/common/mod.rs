@@ -3,20 +3,11 @@
 
 use std::sync::Arc;
 use weft_interp::{run, ArgValue, Buffer, ConfigState, InterpError};
-use weft_ir::{Memory, Proc, Span};
+use weft_ir::{Memory, Proc};
 
-/// The DRAM memory of lib/std.weft, written out literally.
+/// DRAM from the prelude (lib/std.weft).
 pub fn dram() -> Arc<Memory> {
-    Arc::new(Memory {
-        name: "DRAM".into(),
-        header: "#include <stdlib.h>".into(),
-        alloc: "{type} *{name} = ({type} *) malloc((size_t) ({size}) * sizeof({type}));".into(),
-        free: "free({name});".into(),
-        access: "{name}[{offset}]".into(),
-        addressable: true,
-        last_dim: None,
-        span: Span::DUMMY,
-    })
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
 }
 
 /// Run with a fresh config state.

@@ -9,109 +9,24 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::collections::HashMap;
 use std::sync::Arc;
+use weft::hostbuf::{same_bits, HostData};
 use weft_interp::{ArgValue, Buffer, ConfigState, Scalar};
 use weft_ir::print::module_to_string;
-use weft_ir::{DType, Module, Proc};
-use weft_jit::{Arg, BufArg, Jit};
+use weft_ir::{Module, Proc};
+use weft_jit::{Arg, Jit};
 use weft_testkit::{random_proc_named, random_sizes, GeneratedProc};
 
 const BATCH: usize = 25;
 
-/// The cells of one buffer as a typed Rust vector, the form the compiled kernel takes.
-enum Typed {
-    Bool(Vec<bool>),
-    I8(Vec<i8>),
-    U8(Vec<u8>),
-    I16(Vec<i16>),
-    U16(Vec<u16>),
-    I32(Vec<i32>),
-    U32(Vec<u32>),
-    I64(Vec<i64>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-}
-
-macro_rules! typed_cases {
-    ($m:ident) => {
-        $m!(Bool, Bool);
-        $m!(I8, I8);
-        $m!(U8, U8);
-        $m!(I16, I16);
-        $m!(U16, U16);
-        $m!(I32, I32);
-        $m!(U32, U32);
-        $m!(I64, I64);
-        $m!(F32, F32);
-        $m!(F64, F64)
-    };
-}
-
-impl Typed {
-    /// The typed copy of a fully initialised buffer.
-    fn from_buffer(b: &Buffer) -> Result<Typed, String> {
-        macro_rules! conv {
-            ($d:ident, $s:ident) => {
-                if b.dtype == DType::$d {
-                    let v: Option<Vec<_>> = b
-                        .data
-                        .iter()
-                        .map(|c| match c {
-                            Some(Scalar::$s(x)) => Some(*x),
-                            _ => None,
-                        })
-                        .collect();
-                    return v
-                        .map(Typed::$d)
-                        .ok_or_else(|| format!("input buffer of {} has a bad cell", b.dtype));
-                }
-            };
-        }
-        typed_cases!(conv);
-        Err(format!("unknown dtype {}", b.dtype))
+/// The typed copy of a fully initialised input buffer.
+fn host_data(b: &Buffer) -> Result<HostData, String> {
+    if b.error_cells() > 0 {
+        return Err(format!(
+            "an input buffer of dtype {} has uninitialised cells",
+            b.dtype
+        ));
     }
-
-    fn scalars(&self) -> Vec<Scalar> {
-        match self {
-            Typed::Bool(v) => v.iter().map(|x| Scalar::Bool(*x)).collect(),
-            Typed::I8(v) => v.iter().map(|x| Scalar::I8(*x)).collect(),
-            Typed::U8(v) => v.iter().map(|x| Scalar::U8(*x)).collect(),
-            Typed::I16(v) => v.iter().map(|x| Scalar::I16(*x)).collect(),
-            Typed::U16(v) => v.iter().map(|x| Scalar::U16(*x)).collect(),
-            Typed::I32(v) => v.iter().map(|x| Scalar::I32(*x)).collect(),
-            Typed::U32(v) => v.iter().map(|x| Scalar::U32(*x)).collect(),
-            Typed::I64(v) => v.iter().map(|x| Scalar::I64(*x)).collect(),
-            Typed::F32(v) => v.iter().map(|x| Scalar::F32(*x)).collect(),
-            Typed::F64(v) => v.iter().map(|x| Scalar::F64(*x)).collect(),
-        }
-    }
-
-    fn arg<'a>(&'a mut self, shape: &[usize]) -> BufArg<'a> {
-        match self {
-            Typed::Bool(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::I8(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::U8(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::I16(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::U16(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::I32(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::U32(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::I64(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::F32(v) => BufArg::new(v.as_mut_slice(), shape),
-            Typed::F64(v) => BufArg::new(v.as_mut_slice(), shape),
-        }
-    }
-}
-
-/// Bit-exact equality, except that every NaN equals every NaN.
-fn same(a: Scalar, b: Scalar) -> bool {
-    match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) => {
-            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
-        }
-        (Scalar::F64(x), Scalar::F64(y)) => {
-            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
-        }
-        _ => a == b,
-    }
+    Ok(HostData::from_buffer(b))
 }
 
 /// Row-major index of flat position `k` in `shape`.
@@ -138,7 +53,7 @@ fn proc_text(g: &GeneratedProc) -> String {
 struct Outcome {
     inputs: Vec<ArgValue>,
     expected: Vec<ArgValue>,
-    got: Vec<Option<(Typed, Vec<usize>)>>,
+    got: Vec<Option<(HostData, Vec<usize>)>>,
 }
 
 /// Run `proc` at `sizes` in the interpreter and through `kernel`.
@@ -154,10 +69,10 @@ fn run_both(
     weft_interp::run(proc, &mut expected, &mut ConfigState::default())
         .map_err(|e| format!("the interpreter failed: {e}"))?;
 
-    let mut got: Vec<Option<(Typed, Vec<usize>)>> = Vec::new();
+    let mut got: Vec<Option<(HostData, Vec<usize>)>> = Vec::new();
     for a in &inputs {
         got.push(match a {
-            ArgValue::Buf(b) => Some((Typed::from_buffer(b)?, b.shape.clone())),
+            ArgValue::Buf(b) => Some((host_data(b)?, b.shape.clone())),
             _ => None,
         });
     }
@@ -167,7 +82,7 @@ fn run_both(
             args.push(match (a, t) {
                 (ArgValue::Int(v), _) => Arg::Int(*v),
                 (ArgValue::Bool(v), _) => Arg::Bool(*v),
-                (ArgValue::Buf(_), Some((t, shape))) => Arg::Buf(t.arg(shape)),
+                (ArgValue::Buf(_), Some((t, shape))) => t.as_arg(shape),
                 (ArgValue::Buf(_), None) => return Err("internal: buffer lost".into()),
             });
         }
@@ -188,7 +103,7 @@ fn first_mismatch(proc: &Proc, o: &Outcome) -> Result<(), String> {
         let (ArgValue::Buf(want), Some((got, _))) = (arg, t) else {
             continue;
         };
-        let got = got.scalars();
+        let got: Vec<Scalar> = (0..got.len()).map(|i| got.scalar(i)).collect();
         if got.len() != want.data.len() {
             return Err(format!("argument {k}: cell counts differ"));
         }
@@ -201,7 +116,7 @@ fn first_mismatch(proc: &Proc, o: &Outcome) -> Result<(), String> {
                         "the interpreter left `{name}{at:?}` as the error value (the generator read uninitialised memory)"
                     ))
                 }
-                Some(w) if !same(*w, *g) => {
+                Some(w) if !same_bits(*w, *g) => {
                     return Err(format!(
                         "`{name}{at:?}`: interpreter {w:?}, compiled C {g:?}"
                     ))
@@ -218,7 +133,7 @@ fn changed_something(o: &Outcome) -> bool {
     o.inputs.iter().zip(&o.expected).any(|(a, b)| match (a, b) {
         (ArgValue::Buf(a), ArgValue::Buf(b)) => {
             a.data.iter().zip(&b.data).any(|(x, y)| match (x, y) {
-                (Some(x), Some(y)) => !same(*x, *y),
+                (Some(x), Some(y)) => !same_bits(*x, *y),
                 _ => true,
             })
         }
@@ -249,22 +164,22 @@ fn a_changed_output_cell_is_reported() {
         assert!(first_mismatch(&g.proc, &o).is_ok());
         if let Some(Some((t, _))) = o.got.iter_mut().find(|t| t.is_some()) {
             match t {
-                Typed::Bool(v) => v[0] = !v[0],
-                Typed::I8(v) => v[0] ^= 1,
-                Typed::U8(v) => v[0] ^= 1,
-                Typed::I16(v) => v[0] ^= 1,
-                Typed::U16(v) => v[0] ^= 1,
-                Typed::I32(v) => v[0] ^= 1,
-                Typed::U32(v) => v[0] ^= 1,
-                Typed::I64(v) => v[0] ^= 1,
-                Typed::F32(v) => {
+                HostData::Bool(v) => v[0] = !v[0],
+                HostData::I8(v) => v[0] ^= 1,
+                HostData::U8(v) => v[0] ^= 1,
+                HostData::I16(v) => v[0] ^= 1,
+                HostData::U16(v) => v[0] ^= 1,
+                HostData::I32(v) => v[0] ^= 1,
+                HostData::U32(v) => v[0] ^= 1,
+                HostData::I64(v) => v[0] ^= 1,
+                HostData::F32(v) => {
                     v[0] = if v[0].is_nan() {
                         0.0
                     } else {
                         f32::from_bits(v[0].to_bits() ^ 1)
                     }
                 }
-                Typed::F64(v) => {
+                HostData::F64(v) => {
                     v[0] = if v[0].is_nan() {
                         0.0
                     } else {
@@ -285,10 +200,10 @@ fn a_changed_output_cell_is_reported() {
 
 #[test]
 fn nan_equals_nan_but_signed_zeros_differ() {
-    assert!(same(Scalar::F32(f32::NAN), Scalar::F32(-f32::NAN)));
-    assert!(same(Scalar::F64(f64::NAN), Scalar::F64(f64::NAN)));
-    assert!(!same(Scalar::F32(0.0), Scalar::F32(-0.0)));
-    assert!(!same(Scalar::I32(1), Scalar::I32(2)));
+    assert!(same_bits(Scalar::F32(f32::NAN), Scalar::F32(-f32::NAN)));
+    assert!(same_bits(Scalar::F64(f64::NAN), Scalar::F64(f64::NAN)));
+    assert!(!same_bits(Scalar::F32(0.0), Scalar::F32(-0.0)));
+    assert!(!same_bits(Scalar::I32(1), Scalar::I32(2)));
 }
 
 #[test]

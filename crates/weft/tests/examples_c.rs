@@ -7,7 +7,6 @@ use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;
 use weft::interp::ArgValue;
-use weft::ir::DType;
 
 fn run_line_sizes(text: &str) -> Option<(String, HashMap<String, i64>)> {
     let line = text
@@ -32,21 +31,6 @@ fn run_line_sizes(text: &str) -> Option<(String, HashMap<String, i64>)> {
     Some((proc?, sizes))
 }
 
-fn c_type(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::I8 => "int8_t",
-        DType::U8 => "uint8_t",
-        DType::I16 => "int16_t",
-        DType::U16 => "uint16_t",
-        DType::I32 => "int32_t",
-        DType::U32 => "uint32_t",
-        DType::I64 => "int64_t",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 /// A C `main` that allocates every buffer argument on the heap (so ASan sees overruns), fills it,
 /// and calls the entry point.
 fn harness(symbol: &str, args: &[ArgValue]) -> String {
@@ -57,7 +41,7 @@ fn harness(symbol: &str, args: &[ArgValue]) -> String {
             ArgValue::Int(v) => list.push(format!("{{0, {v}LL, 0}}")),
             ArgValue::Bool(b) => list.push(format!("{{1, {}, 0}}", *b as i32)),
             ArgValue::Buf(b) => {
-                let t = c_type(b.dtype);
+                let t = weft::c::helpers::c_type(b.dtype);
                 let n = b.shape.iter().product::<usize>().max(1);
                 let rank = b.shape.len();
                 let mut strides = vec![1i64; rank];

@@ -191,10 +191,13 @@ pub fn entry_points(
             "if ({n}->data == NULL) {{\n{}\n}}",
             fail("null data pointer", "", "WEFT_ERR_NULL")
         ));
-        let strides = if bt.window {
-            (0..rank).map(|d| format!("{n}->strides[{d}]")).collect()
+        let (strides, dense_shape) = if bt.window {
+            (
+                (0..rank).map(|d| format!("{n}->strides[{d}]")).collect(),
+                None,
+            )
         } else {
-            dense
+            (dense, Some(shape))
         };
         cx.env.insert(
             a.sym.clone(),
@@ -204,6 +207,7 @@ pub fn entry_points(
                 base: format!("(({} *) {n}->data)", c_type(bt.elem)),
                 offset: "0".into(),
                 strides,
+                dense_shape,
             }),
         );
     }

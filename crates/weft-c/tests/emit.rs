@@ -355,3 +355,22 @@ fn two_procs_with_one_name_are_a_diagnostic() {
     let e = emit(&[p.finish()]).unwrap_err();
     assert!(e.message.contains("'helper'"), "{}", e.message);
 }
+
+/// Dense buffers are addressed in Horner form with each index's sum spliced into the chain, the
+/// form GCC analyses best in deep nests (see `BufView::dense_shape`); constant extents fold.
+#[test]
+fn dense_offsets_are_in_horner_form() {
+    let src = "proc shift(n: size, m: size, a: f32[n, m, 4] @ DRAM, b: f32[n, m] @ DRAM) {\n\
+               for i in 0..n {\n for j in 1..m {\n for k in 0..4 {\n\
+               b[i, j] += a[i, j - 1, k];\n }\n }\n }\n}\n";
+    let module = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", src)
+        .expect("parses");
+    let unit = emit(&module.procs).unwrap();
+    let body = unit.source.split("entry points").next().unwrap();
+    assert!(
+        body.contains("v_a_3[((((v_i_5 * v_m_2) + v_j_6 - 1) * 4) + v_k_7)]"),
+        "{body}"
+    );
+    assert!(body.contains("v_b_4[((v_i_5 * v_m_2) + v_j_6)]"), "{body}");
+    compile_object("horner", &unit.source, &[]);
+}

@@ -18,6 +18,6 @@
 
 mod check;
 pub mod smt;
-mod terms;
+pub mod terms;
 
 pub use check::{check_module, check_proc, check_procs, CheckStats, Checker};

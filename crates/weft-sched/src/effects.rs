@@ -1,0 +1,799 @@
+//! The effect analysis: what a piece of code may read, write and reduce into, as location sets
+//! decided by the SMT solver.
+//!
+//! This is the analysis of the Exo paper (§4, Appendices C–E) specialised to weft, where control
+//! values never depend on data (the checker enforces it):
+//!
+//! - An [`Access`] is one syntactic read, write or reduction, resolved through windows and calls
+//!   to its *root* buffer (a proc argument or an allocation) or config field, with its index as
+//!   solver terms over the sizes and the loop variables, and its guard: the loop bounds and `if`
+//!   conditions under which it runs. The set of locations it touches is
+//!   `⋃_{bound vars} filter(guard, {buf, idx})`, the paper's location-set form.
+//! - Config fields are the paper's globals. A config read inside a control expression is an
+//!   unknown value (a fresh, universally quantified variable), which is the paper's `⊥` under the
+//!   dataflow that sends every changed global to `⊥`; an access that depends on one is *inexact*:
+//!   it counts as "maybe" (`M`) but never as "definitely" (`D`).
+//! - Buffers allocated inside the analysed code are fresh on every execution (the paper's `𝐀`
+//!   set), so their accesses are not effects of the code.
+//! - Calls contribute the accesses of the callee's body, arguments substituted.
+//!
+//! Two accesses conflict when they may touch the same location and are not both reads or both
+//! reductions (the paper's `Commutes`: two reductions into one cell commute). "May touch the same
+//! location" is satisfiability of `facts ∧ guard₁ ∧ guard₂ ∧ idx₁ = idx₂`; a model is the
+//! counterexample reported to the user.
+
+use crate::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use weft_check::smt::{CachingSolver, Solver, SolverStats, Term, Validity, Var, Z3Solver};
+use weft_check::terms::{sym_var, to_term, TermEnv};
+use weft_ir::{
+    ArgKind, Config, CtrlType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym, WinCoord,
+};
+
+/// What an access does to its location.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Read,
+    Write,
+    Reduce,
+}
+
+/// A root location: a buffer (argument or allocation) or a config field.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Root {
+    Buf(u64),
+    Config(String, usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct Access {
+    pub root: Root,
+    /// The root's name, for messages.
+    pub name: String,
+    pub idx: Vec<Term>,
+    pub kind: AccessKind,
+    /// Conditions under which the access runs.
+    pub guard: Vec<Term>,
+    /// Variables bound inside the analysed code (loop variables, a callee's loop variables).
+    pub bound: Vec<Var>,
+    /// False when the index or guard depends on a config value read in control position.
+    pub exact: bool,
+    pub span: Span,
+}
+
+/// The accesses of a piece of code.
+#[derive(Clone, Debug, Default)]
+pub struct Effects {
+    pub accesses: Vec<Access>,
+}
+
+impl Effects {
+    pub fn writes(&self) -> impl Iterator<Item = &Access> {
+        self.accesses.iter().filter(|a| a.kind != AccessKind::Read)
+    }
+
+    /// Substitute variables in every index and guard.
+    pub fn subst(&self, map: &HashMap<u64, Term>) -> Effects {
+        Effects {
+            accesses: self
+                .accesses
+                .iter()
+                .map(|a| Access {
+                    idx: a.idx.iter().map(|t| subst_term(t, map)).collect(),
+                    guard: a.guard.iter().map(|t| subst_term(t, map)).collect(),
+                    bound: a
+                        .bound
+                        .iter()
+                        .map(|v| match map.get(&v.id) {
+                            Some(Term::IntVar(w)) => w.clone(),
+                            _ => v.clone(),
+                        })
+                        .collect(),
+                    ..a.clone()
+                })
+                .collect(),
+        }
+    }
+
+    /// A copy whose bound variables are renamed apart (so that two copies can be compared as two
+    /// different executions), with `'` appended to their names.
+    pub fn rename_bound(&self) -> Effects {
+        let mut map = HashMap::new();
+        for a in &self.accesses {
+            for v in &a.bound {
+                map.entry(v.id).or_insert_with(|| Term::IntVar(primed(v)));
+            }
+        }
+        self.subst(&map)
+    }
+}
+
+/// A fresh variable named after `v` with a prime.
+pub fn primed(v: &Var) -> Var {
+    let name = format!("{}'", v.name);
+    Var {
+        id: Sym::new(&name).id(),
+        name,
+    }
+}
+
+/// Substitute variables of a term.
+pub fn subst_term(t: &Term, map: &HashMap<u64, Term>) -> Term {
+    let b = |x: &Term| Box::new(subst_term(x, map));
+    match t {
+        Term::IntVar(v) | Term::BoolVar(v) => map.get(&v.id).cloned().unwrap_or_else(|| t.clone()),
+        Term::Int(_) | Term::Bool(_) => t.clone(),
+        Term::Add(x, y) => Term::Add(b(x), b(y)),
+        Term::Sub(x, y) => Term::Sub(b(x), b(y)),
+        Term::Neg(x) => Term::Neg(b(x)),
+        Term::Mul(x, y) => Term::Mul(b(x), b(y)),
+        Term::Div(x, y) => Term::Div(b(x), b(y)),
+        Term::Mod(x, y) => Term::Mod(b(x), b(y)),
+        Term::Ite(c, x, y) => Term::Ite(b(c), b(x), b(y)),
+        Term::Lt(x, y) => Term::Lt(b(x), b(y)),
+        Term::Le(x, y) => Term::Le(b(x), b(y)),
+        Term::Eq(x, y) => Term::Eq(b(x), b(y)),
+        Term::And(v) => Term::And(v.iter().map(|x| subst_term(x, map)).collect()),
+        Term::Or(v) => Term::Or(v.iter().map(|x| subst_term(x, map)).collect()),
+        Term::Not(x) => Term::Not(b(x)),
+    }
+}
+
+/// How the indices of a view map to its root: per root dimension, a fixed index or the next
+/// index of the view plus an offset.
+#[derive(Clone, Debug)]
+enum ViewDim {
+    Fixed(Term),
+    Free(Term),
+}
+
+#[derive(Clone, Debug)]
+struct View {
+    root: Root,
+    name: String,
+    dims: Vec<ViewDim>,
+}
+
+impl View {
+    fn whole(sym: &Sym, rank: usize) -> View {
+        View {
+            root: Root::Buf(sym.id()),
+            name: sym.name().to_string(),
+            dims: (0..rank).map(|_| ViewDim::Free(Term::Int(0))).collect(),
+        }
+    }
+
+    /// Root indices of view indices.
+    fn resolve(&self, idx: &[Term]) -> Vec<Term> {
+        let mut it = idx.iter();
+        self.dims
+            .iter()
+            .map(|d| match d {
+                ViewDim::Fixed(t) => t.clone(),
+                ViewDim::Free(off) => {
+                    let i = it.next().cloned().unwrap_or(Term::Int(0));
+                    if *off == Term::Int(0) {
+                        i
+                    } else {
+                        Term::add(off.clone(), i)
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The view of a window with the given coordinates over this view.
+    fn window(&self, coords: &[(Term, bool)]) -> View {
+        // `coords` are in this view's free dimensions: (start, is_interval).
+        let mut it = coords.iter();
+        let dims = self
+            .dims
+            .iter()
+            .map(|d| match d {
+                ViewDim::Fixed(t) => ViewDim::Fixed(t.clone()),
+                ViewDim::Free(off) => {
+                    let (start, interval) = it.next().cloned().unwrap_or((Term::Int(0), true));
+                    let at = if *off == Term::Int(0) {
+                        start
+                    } else {
+                        Term::add(off.clone(), start)
+                    };
+                    if interval {
+                        ViewDim::Free(at)
+                    } else {
+                        ViewDim::Fixed(at)
+                    }
+                }
+            })
+            .collect();
+        View {
+            root: self.root.clone(),
+            name: self.name.clone(),
+            dims,
+        }
+    }
+}
+
+/// Where the analysis stands at one point of a proc: the terms of the control symbols in scope,
+/// the views of the buffers in scope, and the facts that hold there.
+#[derive(Clone, Default)]
+pub struct Scope {
+    ctrl: HashMap<u64, Term>,
+    views: HashMap<u64, View>,
+    /// Buffers allocated inside the code being summarised: not effects.
+    local: HashSet<u64>,
+    /// Facts: preconditions, positive sizes, enclosing loop bounds and `if` conditions.
+    pub facts: Vec<Term>,
+}
+
+/// A solver-backed analysis. One per schedule: it caches solver answers across steps.
+pub struct Analysis {
+    solver: CachingSolver<Z3Solver>,
+    strides: HashMap<(u64, usize), Var>,
+}
+
+impl Default for Analysis {
+    fn default() -> Self {
+        Analysis::new()
+    }
+}
+
+/// The environment that translates expressions into terms during summarisation.
+struct Env<'a> {
+    scope: &'a Scope,
+    strides: &'a mut HashMap<(u64, usize), Var>,
+    inexact: bool,
+}
+
+impl TermEnv for Env<'_> {
+    fn var(&self, sym: &Sym) -> Option<Term> {
+        self.scope.ctrl.get(&sym.id()).cloned()
+    }
+    fn stride(&self, buf: &Sym, dim: usize) -> Option<Term> {
+        let root = match &self.scope.views.get(&buf.id())?.root {
+            Root::Buf(id) => *id,
+            Root::Config(..) => return None,
+        };
+        self.strides
+            .get(&(root, dim))
+            .map(|v| Term::IntVar(v.clone()))
+    }
+    fn config(&mut self, config: &Config, field: usize) -> Term {
+        self.inexact = true;
+        let name = format!(
+            "{}.{}",
+            config.name,
+            config.fields.get(field).map_or("?", |f| f.name.as_str())
+        );
+        Term::IntVar(Var {
+            id: Sym::new(&name).id(),
+            name,
+        })
+    }
+}
+
+impl Analysis {
+    pub fn new() -> Analysis {
+        Analysis {
+            solver: CachingSolver::new(Z3Solver::new()),
+            strides: HashMap::new(),
+        }
+    }
+
+    pub fn stats(&self) -> SolverStats {
+        self.solver.stats
+    }
+
+    /// Is `facts ⇒ goal` valid? `Err` carries a counterexample (possibly empty when the solver
+    /// gave up).
+    pub fn prove(&mut self, facts: &[Term], goal: &Term) -> Result<(), Vec<(String, i64)>> {
+        match self.solver.check_valid(facts, goal) {
+            Validity::Valid => Ok(()),
+            Validity::Invalid(model) => Err(model
+                .into_iter()
+                .filter(|(v, _)| !v.name.is_empty())
+                .map(|(v, x)| (v.name, x))
+                .collect()),
+            Validity::Unknown => Err(Vec::new()),
+        }
+    }
+
+    /// The term of a control expression in a scope; `None` if it has none (it reads data).
+    pub fn term(&mut self, scope: &Scope, e: &Expr) -> Option<Term> {
+        let mut env = Env {
+            scope,
+            strides: &mut self.strides,
+            inexact: false,
+        };
+        to_term(e, &mut env).ok()
+    }
+
+    /// The scope at the top of a proc's body.
+    pub fn proc_scope(&mut self, p: &Proc) -> Scope {
+        let mut scope = Scope::default();
+        for a in &p.args {
+            match &a.kind {
+                ArgKind::Ctrl(c) => {
+                    let v = sym_var(&a.sym);
+                    let t = if *c == CtrlType::Bool {
+                        Term::BoolVar(v)
+                    } else {
+                        Term::IntVar(v)
+                    };
+                    if *c == CtrlType::Size {
+                        scope.facts.push(Term::lt(Term::Int(0), t.clone()));
+                    }
+                    scope.ctrl.insert(a.sym.id(), t);
+                }
+                ArgKind::Buf(bt) => {
+                    scope
+                        .views
+                        .insert(a.sym.id(), View::whole(&a.sym, bt.rank()));
+                    for d in 0..bt.rank() {
+                        let name = format!("stride({}, {d})", a.sym.name());
+                        self.strides.entry((a.sym.id(), d)).or_insert_with(|| Var {
+                            id: Sym::new(&name).id(),
+                            name,
+                        });
+                    }
+                }
+            }
+        }
+        for pred in &p.preds {
+            if let Some(t) = self.term(&scope, pred) {
+                scope.facts.push(t);
+            }
+        }
+        scope
+    }
+
+    /// The scope just before the statement at `at`: enclosing loops and conditions become facts,
+    /// earlier allocations and windows of the enclosing blocks are in scope.
+    pub fn scope_at(&mut self, p: &Proc, at: &Path) -> Scope {
+        let mut scope = self.proc_scope(p);
+        let mut block = &p.body;
+        for (k, step) in at.0.iter().enumerate() {
+            for s in block.iter().take(step.index) {
+                self.declare(&mut scope, s);
+            }
+            if k + 1 == at.0.len() {
+                break;
+            }
+            let Some(s) = block.get(step.index) else {
+                break;
+            };
+            let next = at.0[k + 1].block;
+            match &s.kind {
+                StmtKind::For { var, lo, hi, body } => {
+                    let v = Term::IntVar(sym_var(var));
+                    if let (Some(l), Some(h)) = (self.term(&scope, lo), self.term(&scope, hi)) {
+                        scope.facts.push(Term::le(l, v.clone()));
+                        scope.facts.push(Term::lt(v.clone(), h));
+                    }
+                    scope.ctrl.insert(var.id(), v);
+                    block = body;
+                }
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    if let Some(c) = self.term(&scope, cond) {
+                        scope.facts.push(if next == 0 { c } else { Term::not(c) });
+                    }
+                    block = if next == 0 { then_body } else { else_body };
+                }
+                _ => break,
+            }
+        }
+        scope
+    }
+
+    /// Bring the buffers and windows a statement declares into scope.
+    fn declare(&mut self, scope: &mut Scope, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Alloc { buf, ty } => {
+                scope.views.insert(buf.id(), View::whole(buf, ty.rank()));
+            }
+            StmtKind::Window { name, rhs } => {
+                if let Some(v) = self.view_of(scope, rhs) {
+                    scope.views.insert(name.id(), v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn view_of(&mut self, scope: &Scope, e: &Expr) -> Option<View> {
+        match &e.kind {
+            ExprKind::Window { buf, coords } => {
+                let base = scope.views.get(&buf.id())?.clone();
+                if coords.is_empty() {
+                    return Some(base);
+                }
+                let mut cs = Vec::new();
+                for c in coords {
+                    let (start, interval) = match c {
+                        WinCoord::Point(p) => (p, false),
+                        WinCoord::Interval(lo, _) => (lo, true),
+                    };
+                    cs.push((self.term(scope, start)?, interval));
+                }
+                Some(base.window(&cs))
+            }
+            ExprKind::Var(s) | ExprKind::Read { buf: s, .. } => scope.views.get(&s.id()).cloned(),
+            _ => None,
+        }
+    }
+
+    /// The effects of a block of statements run in `scope`.
+    pub fn effects(&mut self, scope: &Scope, block: &[Stmt]) -> Effects {
+        let mut out = Effects::default();
+        let mut scope = scope.clone();
+        let guard = Vec::new();
+        let bound = Vec::new();
+        for s in block {
+            self.stmt_effects(&mut scope, s, &guard, &bound, &mut out);
+        }
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn access(
+        &mut self,
+        scope: &Scope,
+        buf: &Sym,
+        idx: &[Expr],
+        kind: AccessKind,
+        guard: &[Term],
+        bound: &[Var],
+        span: Span,
+        out: &mut Effects,
+    ) {
+        if scope.local.contains(&buf.id()) {
+            return;
+        }
+        let Some(view) = scope.views.get(&buf.id()).cloned() else {
+            return;
+        };
+        if let Root::Buf(r) = view.root {
+            if scope.local.contains(&r) {
+                return;
+            }
+        }
+        let mut env = Env {
+            scope,
+            strides: &mut self.strides,
+            inexact: false,
+        };
+        let mut terms = Vec::new();
+        let mut exact = true;
+        for i in idx {
+            match to_term(i, &mut env) {
+                Ok(t) => terms.push(t),
+                Err(_) => {
+                    exact = false;
+                    terms.push(Term::IntVar(Var {
+                        id: Sym::new("?").id(),
+                        name: "?".into(),
+                    }));
+                }
+            }
+        }
+        exact &= !env.inexact;
+        out.accesses.push(Access {
+            root: view.root.clone(),
+            name: view.name.clone(),
+            idx: view.resolve(&terms),
+            kind,
+            guard: guard.to_vec(),
+            bound: bound.to_vec(),
+            exact,
+            span,
+        });
+    }
+
+    /// The reads of an expression (data reads and config reads).
+    fn expr_reads(
+        &mut self,
+        scope: &Scope,
+        e: &Expr,
+        guard: &[Term],
+        bound: &[Var],
+        out: &mut Effects,
+    ) {
+        let mut reads = Vec::new();
+        weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
+            ExprKind::Read { buf, idx } => {
+                reads.push((Some((buf.clone(), idx.clone())), None, x.span))
+            }
+            ExprKind::ReadConfig { config, field } => {
+                reads.push((None, Some((config.name.clone(), *field)), x.span))
+            }
+            _ => {}
+        });
+        for (b, c, span) in reads {
+            if let Some((buf, idx)) = b {
+                self.access(scope, &buf, &idx, AccessKind::Read, guard, bound, span, out);
+            }
+            if let Some((name, field)) = c {
+                out.accesses.push(Access {
+                    root: Root::Config(name.clone(), field),
+                    name,
+                    idx: vec![],
+                    kind: AccessKind::Read,
+                    guard: guard.to_vec(),
+                    bound: bound.to_vec(),
+                    exact: true,
+                    span,
+                });
+            }
+        }
+    }
+
+    fn stmt_effects(
+        &mut self,
+        scope: &mut Scope,
+        s: &Stmt,
+        guard: &[Term],
+        bound: &[Var],
+        out: &mut Effects,
+    ) {
+        match &s.kind {
+            StmtKind::Pass | StmtKind::Free { .. } => {}
+            StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
+                for i in idx {
+                    self.expr_reads(scope, i, guard, bound, out);
+                }
+                self.expr_reads(scope, rhs, guard, bound, out);
+                let kind = if matches!(s.kind, StmtKind::Assign { .. }) {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Reduce
+                };
+                self.access(scope, buf, idx, kind, guard, bound, s.span, out);
+            }
+            StmtKind::WriteConfig { config, field, rhs } => {
+                self.expr_reads(scope, rhs, guard, bound, out);
+                out.accesses.push(Access {
+                    root: Root::Config(config.name.clone(), *field),
+                    name: config.name.clone(),
+                    idx: vec![],
+                    kind: AccessKind::Write,
+                    guard: guard.to_vec(),
+                    bound: bound.to_vec(),
+                    exact: true,
+                    span: s.span,
+                });
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.expr_reads(scope, cond, guard, bound, out);
+                let c = self.term(scope, cond);
+                for (body, positive) in [(then_body, true), (else_body, false)] {
+                    let mut inner = scope.clone();
+                    let mut g = guard.to_vec();
+                    if let Some(c) = &c {
+                        g.push(if positive {
+                            c.clone()
+                        } else {
+                            Term::not(c.clone())
+                        });
+                    }
+                    for t in body {
+                        self.stmt_effects(&mut inner, t, &g, bound, out);
+                    }
+                }
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                self.expr_reads(scope, lo, guard, bound, out);
+                self.expr_reads(scope, hi, guard, bound, out);
+                let v = sym_var(var);
+                let mut inner = scope.clone();
+                inner.ctrl.insert(var.id(), Term::IntVar(v.clone()));
+                let mut g = guard.to_vec();
+                if let (Some(l), Some(h)) = (self.term(scope, lo), self.term(scope, hi)) {
+                    g.push(Term::le(l, Term::IntVar(v.clone())));
+                    g.push(Term::lt(Term::IntVar(v.clone()), h));
+                }
+                let mut b = bound.to_vec();
+                b.push(v);
+                for t in body {
+                    self.stmt_effects(&mut inner, t, &g, &b, out);
+                }
+            }
+            StmtKind::Alloc { buf, ty } => {
+                scope.local.insert(buf.id());
+                scope.views.insert(buf.id(), View::whole(buf, ty.rank()));
+            }
+            StmtKind::Window { .. } => self.declare(scope, s),
+            StmtKind::Call { proc, args } => {
+                for a in args {
+                    if a.ty.is_control() {
+                        self.expr_reads(scope, a, guard, bound, out);
+                    }
+                }
+                self.call_effects(scope, proc, args, guard, bound, s.span, out);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call_effects(
+        &mut self,
+        scope: &Scope,
+        callee: &Arc<Proc>,
+        args: &[Expr],
+        guard: &[Term],
+        bound: &[Var],
+        span: Span,
+        out: &mut Effects,
+    ) {
+        // The callee's body runs in a scope of its own: its parameters bound to the arguments.
+        let mut inner = Scope {
+            local: scope.local.clone(),
+            ..Scope::default()
+        };
+        for (param, arg) in callee.args.iter().zip(args) {
+            match &param.kind {
+                ArgKind::Ctrl(_) => {
+                    let t = self.term(scope, arg).unwrap_or_else(|| {
+                        Term::IntVar(Var {
+                            id: Sym::new("?").id(),
+                            name: "?".into(),
+                        })
+                    });
+                    inner.ctrl.insert(param.sym.id(), t);
+                }
+                ArgKind::Buf(_) => {
+                    if let Some(v) = self.view_of(scope, arg) {
+                        if let Root::Buf(r) = &v.root {
+                            if scope.local.contains(r) {
+                                inner.local.insert(param.sym.id());
+                            }
+                        }
+                        inner.views.insert(param.sym.id(), v);
+                    }
+                }
+            }
+        }
+        // The callee's own loop variables must not be confused with the caller's: rename them
+        // per call site by summarising the body and renaming its new bound variables.
+        let g = guard.to_vec();
+        let b = bound.to_vec();
+        let mut sub = Effects::default();
+        for t in &callee.body {
+            self.stmt_effects(&mut inner, t, &g, &b, &mut sub);
+        }
+        let mut map = HashMap::new();
+        for a in &sub.accesses {
+            for v in &a.bound[bound.len().min(a.bound.len())..] {
+                map.entry(v.id).or_insert_with(|| {
+                    let name = format!("{}@{}", v.name, callee.name);
+                    Term::IntVar(Var {
+                        id: Sym::new(&name).id(),
+                        name,
+                    })
+                });
+            }
+        }
+        for mut a in sub.subst(&map).accesses {
+            a.span = span;
+            out.accesses.push(a);
+        }
+    }
+
+    /// Whether two accesses may touch one location under `facts`; the counterexample when they
+    /// may. `extra` holds more facts (for example `i < i'`).
+    pub fn overlap(
+        &mut self,
+        facts: &[Term],
+        extra: &[Term],
+        a: &Access,
+        b: &Access,
+    ) -> Option<Vec<(String, i64)>> {
+        if a.root != b.root || a.idx.len() != b.idx.len() {
+            return None;
+        }
+        let mut all: Vec<Term> = facts.to_vec();
+        all.extend_from_slice(extra);
+        all.extend(a.guard.iter().cloned());
+        all.extend(b.guard.iter().cloned());
+        let same = Term::And(
+            a.idx
+                .iter()
+                .zip(&b.idx)
+                .map(|(x, y)| Term::eq(x.clone(), y.clone()))
+                .collect(),
+        );
+        self.prove(&all, &Term::not(same)).err()
+    }
+}
+
+/// Whether two access kinds conflict when their order changes. Reads commute with reads and
+/// reductions with reductions (the paper's `Commutes`); `races` also counts two reductions, for
+/// parallel execution where each reduction is a read-modify-write.
+pub fn kinds_conflict(a: AccessKind, b: AccessKind, races: bool) -> bool {
+    use AccessKind::*;
+    match (a, b) {
+        (Read, Read) => false,
+        (Reduce, Reduce) => races,
+        _ => true,
+    }
+}
+
+/// A conflict found between two pieces of code.
+#[derive(Clone, Debug)]
+pub struct Conflict {
+    pub first: Access,
+    pub second: Access,
+    pub counterexample: Vec<(String, i64)>,
+}
+
+impl Analysis {
+    /// The first conflict between `a` and `b` under the facts, if any: the paper's `¬Commutes`.
+    pub fn conflict(
+        &mut self,
+        facts: &[Term],
+        extra: &[Term],
+        a: &Effects,
+        b: &Effects,
+        races: bool,
+    ) -> Option<Conflict> {
+        for x in &a.accesses {
+            for y in &b.accesses {
+                if !kinds_conflict(x.kind, y.kind, races) || x.root != y.root {
+                    continue;
+                }
+                if let Some(cex) = self.overlap(facts, extra, x, y) {
+                    return Some(Conflict {
+                        first: x.clone(),
+                        second: y.clone(),
+                        counterexample: cex,
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Whether an expression mentions a symbol (as a variable, buffer or stride).
+pub fn mentions(e: &Expr, sym: &Sym) -> bool {
+    let mut found = false;
+    weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
+        ExprKind::Var(s) | ExprKind::Read { buf: s, .. } | ExprKind::Stride { buf: s, .. } => {
+            found |= s == sym
+        }
+        ExprKind::Window { buf, .. } => found |= buf == sym,
+        _ => {}
+    });
+    found
+}
+
+/// Whether a block mentions a symbol anywhere (expressions, written buffers, freed buffers).
+pub fn block_mentions(b: &[Stmt], sym: &Sym) -> bool {
+    let mut found = false;
+    let b: weft_ir::Block = b.to_vec();
+    weft_ir::visit::walk_block(&b, &mut |s| {
+        found |= weft_ir::visit::stmt_exprs(s)
+            .iter()
+            .any(|e| mentions(e, sym));
+        found |= match &s.kind {
+            StmtKind::Assign { buf, .. }
+            | StmtKind::Reduce { buf, .. }
+            | StmtKind::Free { buf } => buf == sym,
+            _ => false,
+        };
+    });
+    found
+}
+
+/// The type of the loop variable term.
+pub fn index_term(sym: &Sym) -> Term {
+    Term::IntVar(sym_var(sym))
+}

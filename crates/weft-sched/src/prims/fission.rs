@@ -1,0 +1,139 @@
+//! `fission`: split a loop's body after a statement into two loops.
+//!
+//! ```text
+//! for x in lo..hi { s1; s2 }  ⇝  for x in lo..hi { s1 }; for x' in lo..hi { s2[x ↦ x'] }
+//! ```
+//!
+//! Syntactic condition: `s2` uses nothing that `s1` declares (allocations and windows of `s1`
+//! would go out of scope; lift them first), and both parts are non-empty.
+//!
+//! Safety (Exo §4.7): every `s2` iteration that ran before an `s1` iteration now runs after it:
+//! `∀ x, x'. Bd(x) ∧ Bd(x') ∧ x' < x ⇒ Commutes(Eff s1[x], Eff s2[x'])`. The loop bounds, now
+//! evaluated a second time after `s1`'s loop, must not read a config field that `s1` writes.
+
+use super::{conflict_error, describe, for_stmt, ivar, loop_at, stmt_at, Rewrite};
+use crate::effects::{block_mentions, index_term, primed, Analysis, Root};
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path, Step};
+use crate::subst::Subst;
+use std::collections::HashMap;
+use weft_check::smt::Term;
+use weft_check::terms::sym_var;
+use weft_ir::{ExprKind, Sym};
+
+const PRIM: &str = "fission";
+
+/// Split the loop that directly contains the statement at `at` after that statement.
+pub fn fission(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite, SchedError> {
+    let s = stmt_at(PRIM, p, at)?;
+    let loop_path = at
+        .parent()
+        .filter(|_| at.last().block == 0)
+        .ok_or_else(|| {
+            SchedError::new(PRIM, "the statement is not directly in a loop body")
+                .at(s.span, describe(s))
+        })?;
+    let l = loop_at(PRIM, p, &loop_path).map_err(|_| {
+        SchedError::new(PRIM, "the statement is not directly in a loop body")
+            .at(s.span, describe(s))
+    })?;
+    let k = at.last().index;
+    let (first, second) = l.body.split_at(k + 1);
+    if second.is_empty() {
+        return Err(
+            SchedError::new(PRIM, "nothing follows the statement in the loop body")
+                .at(s.span, describe(s)),
+        );
+    }
+    for d in first.iter().filter_map(super::reorder_stmts::declared) {
+        if block_mentions(second, d) {
+            return Err(SchedError::new(
+                PRIM,
+                format!("'{}' is declared before the cut and used after it; lift it out of the loop first", d.name()),
+            )
+            .at(s.span, describe(s)));
+        }
+    }
+    check_fission(a, p, &loop_path, first, second, PRIM)?;
+
+    let x2 = Sym::new(l.var.name());
+    let second_body = Subst::new().var(l.var, ivar(&x2)).block(second);
+    let loop1 = for_stmt(
+        l.var.clone(),
+        l.lo.clone(),
+        l.hi.clone(),
+        first.to_vec(),
+        l.stmt.span,
+    );
+    let loop2 = for_stmt(x2, l.lo.clone(), l.hi.clone(), second_body, l.stmt.span);
+    let cut = k + 1;
+    let forward = Forward::replaced(&loop_path, 2, move |rel| {
+        let mut out = rel.to_vec();
+        if rel.len() > 1 && rel[1].index >= cut {
+            out[0] = Step { block: 0, index: 1 };
+            out[1].index -= cut;
+        }
+        Some(out)
+    });
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, &loop_path, vec![loop1, loop2]),
+        forward,
+    })
+}
+
+/// The fission (and fusion) condition for `for x { first; second }` at `loop_path`.
+pub(crate) fn check_fission(
+    a: &mut Analysis,
+    p: &weft_ir::Proc,
+    loop_path: &Path,
+    first: &[weft_ir::Stmt],
+    second: &[weft_ir::Stmt],
+    prim: &'static str,
+) -> Result<(), SchedError> {
+    let l = loop_at(prim, p, loop_path)?;
+    let scope = a.scope_at(p, &loop_path.child(0, 0));
+    let e1 = a.effects(&scope, first);
+    let e2 = a.effects(&scope, second);
+    let xv = primed(&sym_var(l.var));
+    let map: HashMap<u64, Term> = [(l.var.id(), Term::IntVar(xv.clone()))]
+        .into_iter()
+        .collect();
+    let e2 = e2.rename_bound().subst(&map);
+    let x = index_term(l.var);
+    let x2 = Term::IntVar(xv);
+    let outer = a.scope_at(p, loop_path);
+    let mut extra = vec![Term::lt(x2.clone(), x)];
+    if let (Some(lo), Some(hi)) = (a.term(&outer, l.lo), a.term(&outer, l.hi)) {
+        extra.push(Term::le(lo, x2.clone()));
+        extra.push(Term::lt(x2, hi));
+    }
+    if let Some(c) = a.conflict(&scope.facts, &extra, &e1, &e2, false) {
+        return Err(conflict_error(
+            prim,
+            format!(
+                "a later iteration of the first part and an earlier iteration of the second part of loop '{}' do not commute",
+                l.var.name()
+            ),
+            c,
+        ));
+    }
+    let mut bound_configs = Vec::new();
+    for b in [l.lo, l.hi] {
+        weft_ir::visit::walk_expr(b, &mut |e| {
+            if let ExprKind::ReadConfig { config, field } = &e.kind {
+                bound_configs.push(Root::Config(config.name.clone(), *field));
+            }
+        });
+    }
+    if let Some(w) = e1.writes().find(|w| bound_configs.contains(&w.root)) {
+        return Err(SchedError::new(
+            prim,
+            format!(
+                "the loop bounds read config {} and the first part writes it",
+                w.name
+            ),
+        )
+        .at(w.span, "writes the config field"));
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! The scheduling primitives, one module each. Every primitive is a function from a proc and a
+//! cursor (a [`Path`]) to a [`Rewrite`] or a [`SchedError`]; its doc comment states the rewrite
+//! and the condition under which it is accepted, and the function proves that condition (with the
+//! [`Analysis`]) before building the new proc.
+
+pub mod cut;
+pub mod fission;
+pub mod fuse;
+pub mod remove_loop;
+pub mod reorder_loops;
+pub mod reorder_stmts;
+pub mod shift;
+pub mod split;
+pub mod unroll;
+
+use crate::effects::{Analysis, Conflict};
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path};
+use std::sync::Arc;
+use weft_check::smt::Term;
+use weft_ir::{Expr, Proc, Span, Stmt, StmtKind, Sym};
+
+/// The result of an accepted step: the new proc, and where the old proc's statements went.
+#[derive(Clone, Debug)]
+pub struct Rewrite {
+    pub proc: Arc<Proc>,
+    pub forward: Forward,
+}
+
+/// The parts of a `for` statement.
+pub(crate) struct Loop<'a> {
+    pub stmt: &'a Stmt,
+    pub var: &'a Sym,
+    pub lo: &'a Expr,
+    pub hi: &'a Expr,
+    pub body: &'a [Stmt],
+}
+
+/// The statement at a path, or an error naming the primitive.
+pub(crate) fn stmt_at<'a>(
+    prim: &'static str,
+    p: &'a Proc,
+    at: &Path,
+) -> Result<&'a Stmt, SchedError> {
+    path::get(p, at)
+        .ok_or_else(|| SchedError::new(prim, format!("no statement at {at} in proc '{}'", p.name)))
+}
+
+/// The loop at a path, or an error.
+pub(crate) fn loop_at<'a>(
+    prim: &'static str,
+    p: &'a Proc,
+    at: &Path,
+) -> Result<Loop<'a>, SchedError> {
+    let s = stmt_at(prim, p, at)?;
+    match &s.kind {
+        StmtKind::For { var, lo, hi, body } => Ok(Loop {
+            stmt: s,
+            var,
+            lo,
+            hi,
+            body,
+        }),
+        _ => Err(SchedError::new(prim, "expected a loop").at(s.span, describe(s))),
+    }
+}
+
+/// The first line of a statement's text, for messages.
+pub(crate) fn describe(s: &Stmt) -> String {
+    let text = weft_ir::print::stmt_to_string(s);
+    let first = text.lines().next().unwrap_or("").trim_end();
+    first.trim_end_matches('{').trim_end().to_string()
+}
+
+/// The error for a conflict between two accesses.
+pub(crate) fn conflict_error(
+    prim: &'static str,
+    message: impl Into<String>,
+    c: Conflict,
+) -> SchedError {
+    let what = |a: &crate::effects::Access| {
+        let kind = match a.kind {
+            crate::effects::AccessKind::Read => "reads",
+            crate::effects::AccessKind::Write => "writes",
+            crate::effects::AccessKind::Reduce => "reduces into",
+        };
+        format!("{kind} {}", a.name)
+    };
+    SchedError::new(prim, message)
+        .at(c.first.span, what(&c.first))
+        .at(c.second.span, what(&c.second))
+        .with_counterexample(c.counterexample)
+}
+
+/// Prove `facts ⇒ goal` or fail with the solver's counterexample.
+pub(crate) fn require(
+    a: &mut Analysis,
+    prim: &'static str,
+    facts: &[Term],
+    goal: &Term,
+    message: impl FnOnce() -> String,
+    span: Span,
+    what: String,
+) -> Result<(), SchedError> {
+    a.prove(facts, goal).map_err(|cex| {
+        SchedError::new(prim, message())
+            .at(span, what)
+            .with_counterexample(cex)
+    })
+}
+
+/// A control-integer expression's term in the scope before `at`, or an error.
+pub(crate) fn term_at(
+    a: &mut Analysis,
+    prim: &'static str,
+    scope: &crate::effects::Scope,
+    e: &Expr,
+) -> Result<Term, SchedError> {
+    a.term(scope, e).ok_or_else(|| {
+        SchedError::new(
+            prim,
+            format!("'{e}' is not a quasi-affine control expression"),
+        )
+        .at(e.span, e.to_string())
+    })
+}
+
+/// A `for` statement.
+pub(crate) fn for_stmt(var: Sym, lo: Expr, hi: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
+    Stmt::new(StmtKind::For { var, lo, hi, body }, span)
+}
+
+/// A control integer variable expression.
+pub(crate) fn ivar(s: &Sym) -> Expr {
+    Expr::var(s, weft_ir::Ty::Int)
+}
+
+/// Forwarding for a loop replaced by one loop whose body holds the old body at `depth` levels of
+/// single-statement nesting (`depth` 1: directly in the new loop's body).
+pub(crate) fn nest_forward(at: &Path, count: usize, depth: usize) -> Forward {
+    Forward::replaced(at, count, move |rel| {
+        let mut out = vec![rel[0]];
+        if rel.len() > 1 {
+            for _ in 1..depth {
+                out.push(path::Step { block: 0, index: 0 });
+            }
+            out.extend_from_slice(&rel[1..]);
+        }
+        Some(out)
+    })
+}

@@ -1,0 +1,168 @@
+//! `reorder_loops`: exchange a loop with the single loop nested directly in it.
+//!
+//! ```text
+//! for x in lx..hx { for y in ly..hy { s } }  ⇝  for y in ly..hy { for x in lx..hx { s } }
+//! ```
+//!
+//! Syntactic condition: the outer body is exactly the inner loop, and the inner bounds do not
+//! mention `x`.
+//!
+//! Safety (Exo §4.7): any two iterations whose order the exchange flips must commute. These are
+//! the pairs `(x, y)` and `(x', y')` with `x < x'` and `y' < y`, so with `a` the body's effects:
+//! `∀ x, y, x', y'. Bd(x, y) ∧ Bd(x', y') ∧ x < x' ∧ y' < y ⇒ Commutes(a[x, y], a[x', y'])`.
+//! The bounds themselves are control expressions (never data); a config field they read must not
+//! be written by the body, since the exchange changes how often they are evaluated.
+
+use super::{conflict_error, describe, loop_at, Rewrite};
+use crate::effects::{index_term, Analysis, Root};
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path, Step};
+use std::collections::HashMap;
+use weft_check::smt::Term;
+use weft_ir::{ExprKind, Stmt, StmtKind};
+
+const PRIM: &str = "reorder_loops";
+
+/// Exchange the loop at `at` with the loop directly inside it.
+pub fn reorder_loops(
+    a: &mut Analysis,
+    p: &weft_ir::Proc,
+    at: &Path,
+) -> Result<Rewrite, SchedError> {
+    let outer = loop_at(PRIM, p, at)?;
+    let inner_path = at.child(0, 0);
+    if outer.body.len() != 1 {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "the body of loop '{}' must be exactly one loop, but it has {} statements",
+                outer.var.name(),
+                outer.body.len()
+            ),
+        )
+        .at(outer.stmt.span, describe(outer.stmt)));
+    }
+    let inner = loop_at(PRIM, p, &inner_path).map_err(|e| {
+        SchedError::new(
+            PRIM,
+            format!(
+                "loop '{}' does not directly contain a loop",
+                outer.var.name()
+            ),
+        )
+        .at(outer.stmt.span, describe(outer.stmt))
+        .at(
+            e.stmts.first().map_or(outer.stmt.span, |s| s.0),
+            "this is not a loop",
+        )
+    })?;
+    for bound in [inner.lo, inner.hi] {
+        if crate::effects::mentions(bound, outer.var) {
+            return Err(SchedError::new(
+                PRIM,
+                format!(
+                    "the bounds of loop '{}' depend on the outer index '{}'",
+                    inner.var.name(),
+                    outer.var.name()
+                ),
+            )
+            .at(inner.stmt.span, describe(inner.stmt))
+            .at(outer.stmt.span, describe(outer.stmt)));
+        }
+    }
+
+    let body_scope = a.scope_at(p, &inner_path.child(0, 0));
+    let eff = a.effects(&body_scope, inner.body);
+
+    // Config fields read by the bounds must not be written by the body.
+    let mut bound_configs = Vec::new();
+    for b in [outer.lo, outer.hi, inner.lo, inner.hi] {
+        weft_ir::visit::walk_expr(b, &mut |e| {
+            if let ExprKind::ReadConfig { config, field } = &e.kind {
+                bound_configs.push(Root::Config(config.name.clone(), *field));
+            }
+        });
+    }
+    if let Some(w) = eff.writes().find(|w| bound_configs.contains(&w.root)) {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "the loop bounds read config {} and the body writes it",
+                w.name
+            ),
+        )
+        .at(w.span, "writes the config field")
+        .at(inner.stmt.span, describe(inner.stmt)));
+    }
+
+    // The second iteration: every variable bound at or below the outer loop primed.
+    let (x, y) = (index_term(outer.var), index_term(inner.var));
+    let mut second = eff.rename_bound();
+    let xv = crate::effects::primed(&weft_check::terms::sym_var(outer.var));
+    let yv = crate::effects::primed(&weft_check::terms::sym_var(inner.var));
+    let map: HashMap<u64, Term> = [
+        (outer.var.id(), Term::IntVar(xv.clone())),
+        (inner.var.id(), Term::IntVar(yv.clone())),
+    ]
+    .into_iter()
+    .collect();
+    second = second.subst(&map);
+    let (x2, y2) = (Term::IntVar(xv), Term::IntVar(yv));
+    let mut extra = vec![
+        Term::lt(x.clone(), x2.clone()),
+        Term::lt(y2.clone(), y.clone()),
+    ];
+    // Bounds of the second iteration.
+    let outer_scope = a.scope_at(p, at);
+    for (v, lo, hi) in [(&x2, outer.lo, outer.hi), (&y2, inner.lo, inner.hi)] {
+        if let (Some(l), Some(h)) = (a.term(&outer_scope, lo), a.term(&outer_scope, hi)) {
+            extra.push(Term::le(l, v.clone()));
+            extra.push(Term::lt(v.clone(), h));
+        }
+    }
+    if let Some(c) = a.conflict(&body_scope.facts, &extra, &eff, &second, false) {
+        return Err(conflict_error(
+            PRIM,
+            format!(
+                "iterations of '{}' and '{}' that the exchange reorders do not commute",
+                outer.var.name(),
+                inner.var.name()
+            ),
+            c,
+        ));
+    }
+
+    let new_inner = Stmt::new(
+        StmtKind::For {
+            var: outer.var.clone(),
+            lo: outer.lo.clone(),
+            hi: outer.hi.clone(),
+            body: inner.body.to_vec(),
+        },
+        outer.stmt.span,
+    );
+    let new_outer = Stmt::new(
+        StmtKind::For {
+            var: inner.var.clone(),
+            lo: inner.lo.clone(),
+            hi: inner.hi.clone(),
+            body: vec![new_inner],
+        },
+        inner.stmt.span,
+    );
+    // The two loop statements keep their identities (the loop over x is now inside); the body's
+    // statements stay at the same depth.
+    let forward = Forward::replaced(at, 1, |rel| {
+        let mut out = rel.to_vec();
+        match rel.len() {
+            1 => out.push(Step { block: 0, index: 0 }),
+            2 => out.truncate(1),
+            _ => {}
+        }
+        Some(out)
+    });
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, at, vec![new_outer]),
+        forward,
+    })
+}

@@ -1,0 +1,39 @@
+//! `shift`: make a loop start at another value.
+//!
+//! ```text
+//! for x in lo..hi { s }  ⇝  for x' in n..hi - lo + n { s[x ↦ x' + lo - n] }
+//! ```
+//!
+//! Always an equivalence (the same iterations in the same order, renumbered); `n` must be a
+//! quasi-affine control expression over names in scope at the loop.
+
+use super::{for_stmt, ivar, loop_at, term_at, Rewrite};
+use crate::effects::Analysis;
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path};
+use crate::subst::Subst;
+use weft_ir::{BinOp, Expr, Sym};
+
+const PRIM: &str = "shift";
+
+/// Shift the loop at `at` to start at `n`.
+pub fn shift(
+    a: &mut Analysis,
+    p: &weft_ir::Proc,
+    at: &Path,
+    n: &Expr,
+) -> Result<Rewrite, SchedError> {
+    let l = loop_at(PRIM, p, at)?;
+    let scope = a.scope_at(p, at);
+    term_at(a, PRIM, &scope, n)?;
+    let x2 = Sym::new(l.var.name());
+    let delta = Expr::binary(BinOp::Sub, l.lo.clone(), n.clone());
+    let body = Subst::new()
+        .var(l.var, Expr::binary(BinOp::Add, ivar(&x2), delta.clone()))
+        .block(l.body);
+    let hi = Expr::binary(BinOp::Sub, l.hi.clone(), delta);
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, at, vec![for_stmt(x2, n.clone(), hi, body, l.stmt.span)]),
+        forward: Forward::identity(),
+    })
+}

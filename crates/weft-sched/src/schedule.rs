@@ -1,0 +1,237 @@
+//! The Rust scheduling API: a proc being scheduled, every version it went through, and cursors
+//! that keep pointing at the same statement as the proc is rewritten.
+
+use crate::effects::Analysis;
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path};
+use crate::prims::{self, split::Tail, Rewrite};
+use std::sync::Arc;
+use weft_check::smt::SolverStats;
+use weft_ir::{Expr, Proc, Stmt};
+
+/// A handle to a statement of one version of a scheduled proc. Using it on a later version
+/// forwards it through the rewrites in between.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub version: usize,
+    pub path: Path,
+}
+
+/// A proc under scheduling.
+///
+/// ```
+/// # let src = "proc add1(n: size, x: f32[n] @ DRAM) {\n  for i in 0..n {\n    x[i] = x[i] + 1.0;\n  }\n}\n";
+/// # let module = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "a.weft", src).unwrap();
+/// use weft_sched::{Schedule, Tail};
+/// let mut s = Schedule::new(module.procs[0].clone());
+/// let i = s.find("for i").unwrap();
+/// s.split(&i, 8, "io", "ii", Tail::Guard).unwrap();
+/// // The cursor taken before the split now designates the outer loop.
+/// assert_eq!(s.stmt(&i).unwrap().to_string().lines().next().unwrap().trim(), "for io in 0..(n + 7) / 8 {");
+/// ```
+pub struct Schedule {
+    versions: Vec<Arc<Proc>>,
+    forwards: Vec<Forward>,
+    steps: Vec<String>,
+    analysis: Analysis,
+    /// Re-run the checker on every new version (a safety net for tests; off by default).
+    pub recheck: bool,
+}
+
+impl Schedule {
+    pub fn new(p: Arc<Proc>) -> Schedule {
+        Schedule {
+            versions: vec![p],
+            forwards: Vec::new(),
+            steps: Vec::new(),
+            analysis: Analysis::new(),
+            recheck: false,
+        }
+    }
+
+    /// The current proc.
+    pub fn proc(&self) -> &Arc<Proc> {
+        self.versions.last().expect("at least the original")
+    }
+
+    /// The proc as it was after `k` steps (0: the original).
+    pub fn version(&self, k: usize) -> Option<&Arc<Proc>> {
+        self.versions.get(k)
+    }
+
+    /// A description of each accepted step, in order.
+    pub fn steps(&self) -> &[String] {
+        &self.steps
+    }
+
+    pub fn solver_stats(&self) -> SolverStats {
+        self.analysis.stats()
+    }
+
+    fn current(&self) -> usize {
+        self.versions.len() - 1
+    }
+
+    /// A cursor on the current version.
+    pub fn cursor(&self, path: Path) -> Cursor {
+        Cursor {
+            version: self.current(),
+            path,
+        }
+    }
+
+    /// The statement a pattern designates (see [`crate::find`]).
+    pub fn find(&self, pattern: &str) -> Result<Cursor, SchedError> {
+        crate::find::find(self.proc(), pattern)
+            .map(|p| self.cursor(p))
+            .map_err(|m| SchedError::new("find", m))
+    }
+
+    /// The cursor's path in the current version, if its statement still exists.
+    pub fn resolve(&self, c: &Cursor) -> Option<Path> {
+        let mut p = c.path.clone();
+        for f in self.forwards.get(c.version..)? {
+            p = f.apply(&p)?;
+        }
+        Some(p)
+    }
+
+    /// The statement under a cursor, in the current version.
+    pub fn stmt(&self, c: &Cursor) -> Option<&Stmt> {
+        path::get(self.proc(), &self.resolve(c)?)
+    }
+
+    /// The enclosing statement.
+    pub fn parent(&self, c: &Cursor) -> Option<Cursor> {
+        Some(self.cursor(self.resolve(c)?.parent()?))
+    }
+
+    /// The `index`-th statement of the statement's child block `block` (a loop body is block 0).
+    pub fn body(&self, c: &Cursor, block: usize, index: usize) -> Option<Cursor> {
+        let p = self.resolve(c)?.child(block, index);
+        path::get(self.proc(), &p).map(|_| self.cursor(p))
+    }
+
+    pub fn next(&self, c: &Cursor) -> Option<Cursor> {
+        let p = self.resolve(c)?;
+        let q = p.sibling(p.last().index + 1);
+        path::get(self.proc(), &q).map(|_| self.cursor(q))
+    }
+
+    pub fn prev(&self, c: &Cursor) -> Option<Cursor> {
+        let p = self.resolve(c)?;
+        let i = p.last().index.checked_sub(1)?;
+        Some(self.cursor(p.sibling(i)))
+    }
+
+    fn at(&self, prim: &'static str, c: &Cursor) -> Result<Path, SchedError> {
+        self.resolve(c).ok_or_else(|| {
+            SchedError::new(
+                prim,
+                "the cursor's statement no longer exists in the current proc",
+            )
+        })
+    }
+
+    /// Run one primitive on the current version and record the result.
+    fn apply(
+        &mut self,
+        prim: &'static str,
+        c: &Cursor,
+        step: String,
+        f: impl FnOnce(&mut Analysis, &Proc, &Path) -> Result<Rewrite, SchedError>,
+    ) -> Result<Cursor, SchedError> {
+        let at = self.at(prim, c)?;
+        let p = self.proc().clone();
+        let r = f(&mut self.analysis, &p, &at)?;
+        if self.recheck {
+            if let Err(ds) = weft_check::check_proc(&r.proc) {
+                let msg = ds
+                    .iter()
+                    .map(|d| d.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return Err(SchedError::new(
+                    prim,
+                    format!("internal error: the rewritten proc does not check: {msg}"),
+                ));
+            }
+        }
+        let new_path = r.forward.apply(&at);
+        self.versions.push(r.proc);
+        self.forwards.push(r.forward);
+        self.steps.push(step);
+        Ok(self.cursor(new_path.unwrap_or(at)))
+    }
+
+    /// See [`prims::split`]. Returns a cursor on the outer loop.
+    pub fn split(
+        &mut self,
+        c: &Cursor,
+        factor: i64,
+        outer: &str,
+        inner: &str,
+        tail: Tail,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("split({factor}, {outer}, {inner}, {})", tail.name());
+        self.apply("split", c, step, |a, p, at| {
+            prims::split::split(a, p, at, factor, outer, inner, tail)
+        })
+    }
+
+    /// See [`prims::reorder_loops`]. Returns a cursor on the new outer loop.
+    pub fn reorder_loops(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("reorder_loops", c, "reorder_loops".into(), |a, p, at| {
+            prims::reorder_loops::reorder_loops(a, p, at)
+        })
+    }
+
+    /// See [`prims::reorder_stmts`].
+    pub fn reorder_stmts(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("reorder_stmts", c, "reorder_stmts".into(), |a, p, at| {
+            prims::reorder_stmts::reorder_stmts(a, p, at)
+        })
+    }
+
+    /// See [`prims::fission`]: split the enclosing loop after the statement under `c`.
+    pub fn fission(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("fission", c, "fission".into(), |a, p, at| {
+            prims::fission::fission(a, p, at)
+        })
+    }
+
+    /// See [`prims::fuse`].
+    pub fn fuse(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("fuse", c, "fuse".into(), |a, p, at| {
+            prims::fuse::fuse(a, p, at)
+        })
+    }
+
+    /// See [`prims::remove_loop`].
+    pub fn remove_loop(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("remove_loop", c, "remove_loop".into(), |a, p, at| {
+            prims::remove_loop::remove_loop(a, p, at)
+        })
+    }
+
+    /// See [`prims::unroll`].
+    pub fn unroll(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("unroll", c, "unroll".into(), |a, p, at| {
+            prims::unroll::unroll(a, p, at)
+        })
+    }
+
+    /// See [`prims::cut`].
+    pub fn cut(&mut self, c: &Cursor, point: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("cut({point})");
+        self.apply("cut", c, step, |a, p, at| prims::cut::cut(a, p, at, point))
+    }
+
+    /// See [`prims::shift`].
+    pub fn shift(&mut self, c: &Cursor, start: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("shift({start})");
+        self.apply("shift", c, step, |a, p, at| {
+            prims::shift::shift(a, p, at, start)
+        })
+    }
+}

@@ -27,7 +27,8 @@ pub struct Cursor {
 /// let i = s.find("for i").unwrap();
 /// s.split(&i, 8, "io", "ii", Tail::Guard).unwrap();
 /// // The cursor taken before the split now designates the outer loop.
-/// assert_eq!(s.stmt(&i).unwrap().to_string().lines().next().unwrap().trim(), "for io in 0..(n + 7) / 8 {");
+/// let text = weft_ir::print::stmt_to_string(s.stmt(&i).unwrap());
+/// assert_eq!(text.lines().next().unwrap().trim(), "for io in 0..(n + 7) / 8 {");
 /// ```
 pub struct Schedule {
     versions: Vec<Arc<Proc>>,

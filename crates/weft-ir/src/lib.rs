@@ -27,7 +27,10 @@ pub mod visit;
 
 pub use diag::{Diagnostic, Label, Span};
 pub use expr::{BinOp, Const, Expr, ExprKind, MathFn, UnOp, WinCoord};
-pub use proc::{Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Proc};
+pub use proc::{
+    Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Proc, SchedArg, SchedStep,
+    ScheduleDecl,
+};
 pub use stmt::{Block, Stmt, StmtKind};
 pub use sym::Sym;
 pub use types::{CtrlType, DType, Ty};

@@ -16,6 +16,7 @@ use std::fmt::Write;
 /// Words that cannot be variable names.
 pub const KEYWORDS: &[&str] = &[
     "proc",
+    "schedule",
     "instr",
     "memory",
     "config",
@@ -464,7 +465,17 @@ pub fn module_to_string(m: &Module) -> String {
     parts.extend(m.memories.iter().map(|x| memory_to_string(x)));
     parts.extend(m.configs.iter().map(|x| config_to_string(x)));
     parts.extend(m.procs.iter().map(|x| proc_to_string(x)));
+    parts.extend(m.schedules.iter().map(schedule_to_string));
     parts.join("\n")
+}
+
+pub fn schedule_to_string(d: &crate::ScheduleDecl) -> String {
+    let mut out = format!("schedule {} = {} {{\n", d.name, d.base);
+    for s in &d.steps {
+        out.push_str(&format!("    {s};\n"));
+    }
+    out.push_str("}\n");
+    out
 }
 
 pub fn expr_to_string(e: &Expr) -> String {

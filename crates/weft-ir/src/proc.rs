@@ -159,6 +159,41 @@ pub struct Module {
     pub memories: Vec<Arc<Memory>>,
     pub configs: Vec<Arc<Config>>,
     pub procs: Vec<Arc<Proc>>,
+    /// `schedule` declarations, in source order. They are data here; `weft-sched` applies them.
+    pub schedules: Vec<ScheduleDecl>,
+}
+
+/// `schedule NAME = BASE { step; ... }`: the proc NAME is BASE rewritten by the steps, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleDecl {
+    pub name: String,
+    /// The proc (or earlier schedule) being scheduled.
+    pub base: String,
+    pub steps: Vec<SchedStep>,
+    pub span: Span,
+}
+
+/// One primitive application: `split(i, 8, io, ii, cut)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchedStep {
+    pub primitive: String,
+    /// Each argument as written (a number, a name, a quoted pattern or a control expression); the
+    /// primitive decides how to read it.
+    pub args: Vec<SchedArg>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchedArg {
+    pub text: String,
+    pub span: Span,
+}
+
+impl std::fmt::Display for SchedStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let args: Vec<&str> = self.args.iter().map(|a| a.text.as_str()).collect();
+        write!(f, "{}({})", self.primitive, args.join(", "))
+    }
 }
 
 impl Module {

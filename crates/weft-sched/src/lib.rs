@@ -13,6 +13,7 @@ pub mod find;
 pub mod path;
 pub mod prims;
 mod schedule;
+pub mod script;
 pub mod subst;
 
 pub use error::SchedError;

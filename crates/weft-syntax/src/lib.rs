@@ -296,6 +296,7 @@ pub fn prelude() -> &'static Module {
         memories: Vec::new(),
         configs: Vec::new(),
         procs: Vec::new(),
+        schedules: Vec::new(),
     };
     // The prelude is part of this crate and covered by tests; should it ever fail to parse, the
     // empty module makes every memory lookup fail with a clear `unknown memory` error.

@@ -62,6 +62,8 @@ struct Parser<'a, 'r> {
     resolver: &'a mut Resolver<'r>,
     diags: Vec<Diagnostic>,
     module: Module,
+    /// The source text, for the verbatim text of schedule arguments.
+    text: String,
 }
 
 /// Parse the items of one file whose tokens carry file id `file`. `scope` holds the items visible
@@ -110,6 +112,7 @@ fn parse_items_here(
         resolver,
         diags: Vec::new(),
         module: Module::default(),
+        text: text.to_string(),
     };
     p.items();
     if p.diags.is_empty() {
@@ -119,7 +122,7 @@ fn parse_items_here(
     }
 }
 
-const ITEM_KEYWORDS: &[&str] = &["import", "memory", "config", "proc", "instr"];
+const ITEM_KEYWORDS: &[&str] = &["import", "memory", "config", "proc", "instr", "schedule"];
 
 fn is_keyword(s: &str) -> bool {
     weft_ir::print::KEYWORDS.contains(&s)
@@ -253,9 +256,10 @@ impl<'a, 'r> Parser<'a, 'r> {
                 Tok::Ident(s) if s == "config" => self.config(),
                 Tok::Ident(s) if s == "proc" => self.proc(false),
                 Tok::Ident(s) if s == "instr" => self.proc(true),
-                _ => {
-                    Err(self.expected("an item (`import`, `memory`, `config`, `proc` or `instr`)"))
-                }
+                Tok::Ident(s) if s == "schedule" => self.schedule(),
+                _ => Err(self.expected(
+                    "an item (`import`, `memory`, `config`, `proc`, `instr` or `schedule`)",
+                )),
             };
             if let Err(d) = r {
                 self.diags.push(d);
@@ -534,6 +538,84 @@ impl<'a, 'r> Parser<'a, 'r> {
         });
         self.scope.procs.insert(name, proc.clone());
         self.module.procs.push(proc);
+        Ok(())
+    }
+
+    /// `schedule NAME = BASE { prim(arg, ...); ... }`. Arguments are kept as written: what they
+    /// mean (a loop name, a pattern, a number, an expression) depends on the primitive, and names
+    /// in them refer to the proc as it is at that step, so `weft-sched` reads them.
+    fn schedule(&mut self) -> PResult<()> {
+        let lo = self.lo();
+        self.bump();
+        let (name, name_span) = self.name()?;
+        self.define_item(&name, name_span)?;
+        self.expect_punct("=")?;
+        let (base, base_span) = self.name()?;
+        let known = self.scope.procs.contains_key(&base)
+            || self.module.schedules.iter().any(|d| d.name == base);
+        if !known {
+            return Err(Diagnostic::new(
+                "unknown-name",
+                base_span,
+                format!("unknown proc `{base}` (a schedule's base must be defined before it)"),
+            ));
+        }
+        self.expect_punct("{")?;
+        let mut steps = Vec::new();
+        while !self.is_punct("}") {
+            let step_lo = self.lo();
+            let (primitive, _) = self.name()?;
+            self.expect_punct("(")?;
+            let mut args = Vec::new();
+            while !self.is_punct(")") {
+                let arg_lo = self.lo();
+                let mut depth = 0usize;
+                let mut any = false;
+                loop {
+                    match self.tok() {
+                        Tok::Eof => return Err(self.expected("`)`")),
+                        Tok::Punct("(") => depth += 1,
+                        Tok::Punct(")") if depth == 0 => break,
+                        Tok::Punct(")") => depth -= 1,
+                        Tok::Punct(",") if depth == 0 => break,
+                        Tok::Punct(";") | Tok::Punct("{") | Tok::Punct("}") => {
+                            return Err(self.expected("`,` or `)`"))
+                        }
+                        _ => {}
+                    }
+                    any = true;
+                    self.bump();
+                }
+                if !any {
+                    return Err(self.expected("an argument"));
+                }
+                let span = self.span_from(arg_lo);
+                let text = self
+                    .text
+                    .get(span.lo as usize..span.hi as usize)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
+                args.push(weft_ir::SchedArg { text, span });
+                if !self.eat_punct(",") && !self.is_punct(")") {
+                    return Err(self.expected("`,` or `)`"));
+                }
+            }
+            self.bump();
+            self.expect_punct(";")?;
+            steps.push(weft_ir::SchedStep {
+                primitive,
+                args,
+                span: self.span_from(step_lo),
+            });
+        }
+        self.bump();
+        self.module.schedules.push(weft_ir::ScheduleDecl {
+            name,
+            base,
+            steps,
+            span: self.span_from(lo),
+        });
         Ok(())
     }
 

@@ -566,3 +566,33 @@ fn load_file_resolves_relative_imports() {
     assert_eq!(ds[0].rule, "import");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn schedules_parse_print_and_parse_back() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {\n    for i in 0..n {\n        x[i] = 0.0;\n    }\n}\n\n\
+               schedule q = p {\n    split(i, 4, io, ii, cut);\n    cut(\"for io\", (n / 4) - 1);\n    reorder_stmts(\"x = #1\");\n}\n\n\
+               schedule r = q {\n}\n";
+    let m = parse(src);
+    assert_eq!(m.schedules.len(), 2);
+    let q = &m.schedules[0];
+    assert_eq!((q.name.as_str(), q.base.as_str()), ("q", "p"));
+    let args: Vec<&str> = q.steps[1].args.iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(args, ["\"for io\"", "(n / 4) - 1"]);
+    assert_eq!(q.steps[2].to_string(), "reorder_stmts(\"x = #1\")");
+    let printed = m.to_string();
+    let again = parse(&printed);
+    assert_eq!(again.to_string(), printed);
+    assert_eq!(again.schedules.len(), 2);
+    assert_eq!(again.schedules[0].steps.len(), 3);
+}
+
+#[test]
+fn schedule_errors_name_the_place() {
+    let (d, _) = parse_err("schedule q = nothing {\n}\n");
+    assert_eq!(d[0].rule, "unknown-name");
+    let (d, _) =
+        parse_err("proc p(n: size) {\n    pass;\n}\nschedule q = p {\n    split(i, ;\n}\n");
+    assert!(d[0].message.contains("expected"), "{:?}", d[0]);
+    let (d, _) = parse_err("proc p(n: size) {\n    pass;\n}\nschedule p = p {\n}\n");
+    assert_eq!(d[0].rule, "duplicate-definition");
+}

@@ -15,6 +15,7 @@ pub use weft_check as check;
 pub use weft_interp as interp;
 pub use weft_ir as ir;
 pub use weft_jit as jit;
+pub use weft_sched as sched;
 pub use weft_syntax as syntax;
 
 use std::fmt;
@@ -81,11 +82,56 @@ pub fn parse(path: &Path) -> Result<Program, Error> {
     }
 }
 
-/// Parse and check a `.weft` file: the result is well typed and statically safe.
+/// Parse and check a `.weft` file and apply its schedules: the result is well typed and
+/// statically safe, and each `schedule` declaration has become a proc of the module.
 pub fn load(path: &Path) -> Result<Program, Error> {
-    let p = parse(path)?;
+    load_traced(path, None, |_, _, _| {})
+}
+
+/// [`load`], calling `on_step` with each schedule, each of its accepted steps, and the proc after
+/// that step. With `only`, just that schedule and the schedules it builds on are applied.
+pub fn load_traced(
+    path: &Path,
+    only: Option<&str>,
+    mut on_step: impl FnMut(&weft_ir::ScheduleDecl, &weft_ir::SchedStep, &weft_ir::Proc),
+) -> Result<Program, Error> {
+    let mut p = parse(path)?;
     if let Err(d) = weft_check::check_module(&p.module) {
         return Err(Error::new(&p.sources, d));
+    }
+    let mut wanted: Option<Vec<String>> = only.map(|n| vec![n.to_string()]);
+    if let Some(w) = &mut wanted {
+        // The chain of bases, newest first.
+        while let Some(d) = p
+            .module
+            .schedules
+            .iter()
+            .find(|d| Some(&d.name) == w.last())
+        {
+            w.push(d.base.clone());
+        }
+    }
+    for decl in p.module.schedules.clone() {
+        if wanted.as_ref().is_some_and(|w| !w.contains(&decl.name)) {
+            continue;
+        }
+        let Some(base) = p.module.proc(&decl.base).cloned() else {
+            let d = Diagnostic::new(
+                "unknown-name",
+                decl.span,
+                format!("unknown proc `{}`", decl.base),
+            );
+            return Err(Error::new(&p.sources, vec![d]));
+        };
+        let (proc, _) =
+            weft_sched::script::apply(&decl, base, |step, proc| on_step(&decl, step, proc))
+                .map_err(|d| Error::new(&p.sources, vec![d]))?;
+        // Every step was proved; checking the result again costs little and guards the
+        // primitives themselves.
+        if let Err(d) = weft_check::check_procs(std::slice::from_ref(&proc)) {
+            return Err(Error::new(&p.sources, d));
+        }
+        p.module.procs.push(proc);
     }
     Ok(p)
 }

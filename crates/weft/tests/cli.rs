@@ -237,7 +237,7 @@ fn run_reports_misuse() {
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in ["check", "fmt", "c", "run", "examples"] {
+    for sub in ["check", "fmt", "c", "run", "sched", "examples"] {
         let o = weft(&[sub, "--help"]);
         assert!(o.status.success(), "{sub}");
         assert!(
@@ -245,4 +245,125 @@ fn every_subcommand_has_help() {
             "{sub}"
         );
     }
+}
+
+const SCHEDULED: &str = "proc sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM) {
+    for i in 0..M {
+        for j in 0..N {
+            for k in 0..K {
+                C[i, j] += A[i, k] * B[k, j];
+            }
+        }
+    }
+}
+
+schedule tiled = sgemm {
+    split(i, 4, io, ii, cut);
+    reorder_loops(ii);
+    split(j, 8, jo, ji, cut_and_guard);
+    cut(k, K - 1);
+}
+
+schedule tiled_more = tiled {
+    unroll(ii);
+}
+";
+
+#[test]
+fn sched_prints_the_scheduled_proc_and_traces_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "s.weft", SCHEDULED);
+    let o = weft(&["sched", &f, "tiled"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.starts_with("proc tiled("), "{out}");
+    assert!(out.contains("for jo in 0..N / 8 {"), "{out}");
+    assert!(out.contains("if N % 8 > 0 {"), "{out}");
+    assert!(out.contains("for k_1 in K - 1..K {"), "{out}");
+
+    let o = weft(&["sched", &f, "tiled", "--trace"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for step in [
+        "// step 1: split(i, 4, io, ii, cut)",
+        "// step 2: reorder_loops(ii)",
+        "// step 4: cut(k, K - 1)",
+    ] {
+        assert!(out.contains(step), "no `{step}` in:\n{out}");
+    }
+    let o = weft(&["sched", &f, "tiled_more", "--trace"]);
+    let out = text(&o);
+    assert!(out.contains("// step 1: unroll(ii)"), "{out}");
+    assert!(
+        out.contains("C[4 * io + 3, 8 * jo + ji] +="),
+        "ii should be unrolled:\n{out}"
+    );
+
+    // The scheduled procs check, run against the interpreter, emit C and print back.
+    let o = weft(&["check", &f]);
+    assert!(text(&o).contains("2 schedules"), "{}", text(&o));
+    let o = weft(&[
+        "run",
+        &f,
+        "--proc",
+        "tiled_more",
+        "--size",
+        "M=9",
+        "--size",
+        "N=11",
+        "--size",
+        "K=3",
+    ]);
+    assert!(
+        o.status.success() && text(&o).contains("identical"),
+        "{}",
+        text(&o)
+    );
+    let o = weft(&["c", &f, "--proc", "tiled"]);
+    assert!(
+        o.status.success() && text(&o).contains("int32_t tiled("),
+        "{}",
+        text(&o)
+    );
+    let o = weft(&["fmt", &f]);
+    assert!(
+        text(&o).contains("schedule tiled_more = tiled {\n    unroll(ii);\n}"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn sched_rejects_a_step_with_place_rule_and_counterexample() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "{}\nschedule bad = sgemm {{\n    reorder_loops(j);\n    split(i, 4, io, ii, perfect);\n}}\n",
+        SCHEDULED.split("schedule").next().unwrap()
+    );
+    let f = write(&dir, "bad.weft", &src);
+    let o = weft(&["sched", &f, "bad"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("bad.weft:14:5: [schedule]"), "{out}");
+    assert!(
+        out.contains("split: a perfect split needs the trip count M to be divisible by 4"),
+        "{out}"
+    );
+    assert!(out.contains("split(i, 4, io, ii, perfect);"), "{out}");
+    assert!(out.contains("for i in 0..M"), "{out}");
+    assert!(out.contains("counterexample: M = "), "{out}");
+    // `weft check` rejects the file too, and an unknown primitive or schedule is an error.
+    assert_eq!(weft(&["check", &f]).status.code(), Some(1));
+    let f2 = write(
+        &dir,
+        "unknown.weft",
+        &src.replace("reorder_loops(j)", "twist(j)"),
+    );
+    let out = text(&weft(&["sched", &f2, "bad"]));
+    assert!(
+        out.contains("unknown scheduling primitive `twist`"),
+        "{out}"
+    );
+    let out = text(&weft(&["sched", &f, "nope"]));
+    assert!(out.contains("no schedule named `nope`"), "{out}");
 }

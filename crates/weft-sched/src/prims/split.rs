@@ -93,10 +93,12 @@ pub fn split(
                 Term::Int(0),
             ),
             || {
-                format!(
-                    "a perfect split needs the trip count {} - {} to be divisible by {factor}",
-                    l.hi, l.lo
-                )
+                let n = if is_zero(l.lo) {
+                    l.hi.to_string()
+                } else {
+                    format!("{} - ({})", l.hi, l.lo)
+                };
+                format!("a perfect split needs the trip count {n} to be divisible by {factor}")
             },
             span,
             what.clone(),

@@ -505,6 +505,7 @@ impl Gen {
             memories: vec![self.mems[2].clone()],
             configs: vec![self.config.clone()],
             procs,
+            schedules: vec![],
         }
     }
 }

@@ -50,6 +50,16 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
+    /// Apply a `schedule` of a .weft file and print the scheduled proc (exit 1 with the error when
+    /// a step is rejected).
+    Sched {
+        file: PathBuf,
+        /// The schedule's name.
+        name: String,
+        /// Print the proc after every step, with the step.
+        #[arg(long)]
+        trace: bool,
+    },
     /// Run every `// run:` line of every .weft file in a directory (the shipped examples).
     Examples {
         #[arg(default_value = "examples")]
@@ -111,13 +121,43 @@ fn main() -> ExitCode {
             let program = weft::parse(&file)?;
             let stats = weft::check::check_module(&program.module)
                 .map_err(|d| Error::new(&program.sources, d))?;
+            let schedules = program.module.schedules.len();
+            drop(program);
+            weft::load(&file)?;
             println!(
-                "{}: ok ({} procs, {} solver queries, {:.1} ms)",
+                "{}: ok ({} procs, {} schedules, {} solver queries, {:.1} ms)",
                 file.display(),
                 stats.procs,
+                schedules,
                 stats.queries,
                 t0.elapsed().as_secs_f64() * 1e3
             );
+            Ok(())
+        }
+        Command::Sched { file, name, trace } => {
+            let t0 = std::time::Instant::now();
+            let mut k = 0;
+            let program = weft::load_traced(&file, Some(&name), |decl, step, proc| {
+                if trace && decl.name == name {
+                    k += 1;
+                    println!("// step {k}: {step}");
+                    println!("{proc}");
+                }
+            })?;
+            if !program.module.schedules.iter().any(|d| d.name == name) {
+                return Err(Error::message(format!(
+                    "error: no schedule named `{name}` in {}",
+                    file.display()
+                )));
+            }
+            let p = program
+                .module
+                .proc(&name)
+                .expect("an applied schedule is a proc");
+            if trace {
+                println!("// result ({:.1} ms)", t0.elapsed().as_secs_f64() * 1e3);
+            }
+            print!("{p}");
             Ok(())
         }
         Command::Fmt { file } => {

@@ -1,0 +1,395 @@
+//! Schedules written in text: `schedule NAME = BASE { step; ... }` in a `.weft` file.
+//!
+//! Each step is a primitive applied to the proc as it stands after the previous steps. Its
+//! arguments are read per primitive:
+//!
+//! - a **statement**: a loop variable's name (`i`), or a quoted pattern (`"C +="`, `"for i #1"`,
+//!   see [`crate::find`]);
+//! - a **number**, a **new name**, a **tail strategy** (`guard`, `cut`, `cut_and_guard`,
+//!   `perfect`);
+//! - a **control expression** (`N - 1`, `4 * io`) over the proc's control arguments and the loop
+//!   variables around the statement, with `+ - * / %`, comparisons, `and`, `or`, `not`.
+//!
+//! | step | effect |
+//! |---|---|
+//! | `split(loop, factor, outer, inner, tail)` | [`crate::prims::split`] |
+//! | `reorder_loops(loop)` | [`crate::prims::reorder_loops`] |
+//! | `reorder_stmts(stmt)` | [`crate::prims::reorder_stmts`] |
+//! | `fission(stmt)` | [`crate::prims::fission`], after `stmt` |
+//! | `fuse(loop)` | [`crate::prims::fuse`] with the next loop |
+//! | `remove_loop(loop)` | [`crate::prims::remove_loop`] |
+//! | `unroll(loop)` | [`crate::prims::unroll`] |
+//! | `cut(loop, expr)` | [`crate::prims::cut`] |
+//! | `shift(loop, expr)` | [`crate::prims::shift`] |
+
+use crate::error::SchedError;
+use crate::path::{self, Path};
+use crate::schedule::{Cursor, Schedule};
+use crate::Tail;
+use std::sync::Arc;
+use weft_ir::{
+    ArgKind, BinOp, CtrlType, Diagnostic, Expr, Proc, SchedArg, SchedStep, ScheduleDecl, StmtKind,
+    Sym, Ty, UnOp,
+};
+
+/// Apply a schedule declaration to its base proc. `on_step` sees each accepted step and the proc
+/// after it (for `--trace`). Returns the scheduled proc, named after the declaration, and the
+/// schedule (its versions and solver statistics).
+pub fn apply(
+    decl: &ScheduleDecl,
+    base: Arc<Proc>,
+    mut on_step: impl FnMut(&SchedStep, &Proc),
+) -> Result<(Arc<Proc>, Schedule), Diagnostic> {
+    let mut s = Schedule::new(base);
+    for step in &decl.steps {
+        apply_step(&mut s, step).map_err(|e| step_diagnostic(step, &e))?;
+        on_step(step, s.proc());
+    }
+    let named = Arc::new(Proc {
+        name: decl.name.clone(),
+        ..(**s.proc()).clone()
+    });
+    Ok((named, s))
+}
+
+/// A step's error as a diagnostic: at the step in the schedule, with the statements involved as
+/// labels and the counterexample as a note.
+fn step_diagnostic(step: &SchedStep, e: &SchedError) -> Diagnostic {
+    let mut d = e.to_diagnostic();
+    d.span = step.span;
+    d
+}
+
+fn arg_error(step: &SchedStep, arg: Option<&SchedArg>, message: String) -> SchedError {
+    let mut e = SchedError::new("schedule", message);
+    e.stmts
+        .push((arg.map_or(step.span, |a| a.span), step.to_string()));
+    e
+}
+
+fn nth<'a>(step: &'a SchedStep, k: usize, what: &str) -> Result<&'a SchedArg, SchedError> {
+    step.args.get(k).ok_or_else(|| {
+        arg_error(
+            step,
+            None,
+            format!("`{}` needs {what} as argument {}", step.primitive, k + 1),
+        )
+    })
+}
+
+fn arity(step: &SchedStep, n: usize) -> Result<(), SchedError> {
+    if step.args.len() != n {
+        return Err(arg_error(
+            step,
+            None,
+            format!(
+                "`{}` takes {n} argument{}, got {}",
+                step.primitive,
+                if n == 1 { "" } else { "s" },
+                step.args.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A statement argument: a quoted pattern or a loop variable's name.
+fn stmt_arg(s: &Schedule, step: &SchedStep, k: usize) -> Result<Cursor, SchedError> {
+    let a = nth(step, k, "a statement")?;
+    let pattern = match a.text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(p) => p.to_string(),
+        None => format!("for {}", a.text),
+    };
+    s.find(&pattern)
+        .map_err(|e| arg_error(step, Some(a), e.message))
+}
+
+fn int_arg(step: &SchedStep, k: usize) -> Result<i64, SchedError> {
+    let a = nth(step, k, "a number")?;
+    a.text.parse().map_err(|_| {
+        arg_error(
+            step,
+            Some(a),
+            format!("expected a number, found `{}`", a.text),
+        )
+    })
+}
+
+fn name_arg(step: &SchedStep, k: usize) -> Result<String, SchedError> {
+    let a = nth(step, k, "a name")?;
+    let ok = a
+        .text
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && a.text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(a.text.clone())
+    } else {
+        Err(arg_error(
+            step,
+            Some(a),
+            format!("expected a name, found `{}`", a.text),
+        ))
+    }
+}
+
+/// A control expression argument, read in the scope of the statement at `at`.
+fn expr_arg(s: &Schedule, at: &Cursor, step: &SchedStep, k: usize) -> Result<Expr, SchedError> {
+    let a = nth(step, k, "an expression")?;
+    let path = s
+        .resolve(at)
+        .ok_or_else(|| arg_error(step, Some(a), "the statement no longer exists".into()))?;
+    let scope = names_in_scope(s.proc(), &path);
+    parse_ctrl_expr(&a.text, &scope).map_err(|m| arg_error(step, Some(a), m))
+}
+
+/// Control names visible at a statement: the proc's control arguments and the enclosing loops'
+/// variables (inner ones shadow outer ones of the same name).
+fn names_in_scope(p: &Proc, at: &Path) -> Vec<(String, Sym, Ty)> {
+    let mut out: Vec<(String, Sym, Ty)> = p
+        .args
+        .iter()
+        .filter_map(|a| match &a.kind {
+            ArgKind::Ctrl(c) => Some((
+                a.sym.name().to_string(),
+                a.sym.clone(),
+                if *c == CtrlType::Bool {
+                    Ty::Bool
+                } else {
+                    Ty::Int
+                },
+            )),
+            ArgKind::Buf(_) => None,
+        })
+        .collect();
+    let mut chain = path::ancestors(p, at);
+    if let Some(s) = path::get(p, at) {
+        chain.push((at.clone(), s));
+    }
+    for (_, s) in chain {
+        if let StmtKind::For { var, .. } = &s.kind {
+            out.push((var.name().to_string(), var.clone(), Ty::Int));
+        }
+    }
+    out
+}
+
+/// Apply one step.
+pub fn apply_step(s: &mut Schedule, step: &SchedStep) -> Result<(), SchedError> {
+    match step.primitive.as_str() {
+        "split" => {
+            if step.args.len() != 4 && step.args.len() != 5 {
+                arity(step, 5)?;
+            }
+            let c = stmt_arg(s, step, 0)?;
+            let factor = int_arg(step, 1)?;
+            let (outer, inner) = (name_arg(step, 2)?, name_arg(step, 3)?);
+            let tail = match step.args.get(4) {
+                None => Tail::Guard,
+                Some(a) => Tail::from_name(&a.text).ok_or_else(|| {
+                    arg_error(
+                        step,
+                        Some(a),
+                        format!(
+                            "unknown tail strategy `{}` (guard, cut, cut_and_guard or perfect)",
+                            a.text
+                        ),
+                    )
+                })?,
+            };
+            s.split(&c, factor, &outer, &inner, tail)?;
+        }
+        "cut" | "shift" => {
+            arity(step, 2)?;
+            let c = stmt_arg(s, step, 0)?;
+            let e = expr_arg(s, &c, step, 1)?;
+            if step.primitive == "cut" {
+                s.cut(&c, &e)?;
+            } else {
+                s.shift(&c, &e)?;
+            }
+        }
+        "reorder_loops" | "reorder_stmts" | "fission" | "fuse" | "remove_loop" | "unroll" => {
+            arity(step, 1)?;
+            let c = stmt_arg(s, step, 0)?;
+            match step.primitive.as_str() {
+                "reorder_loops" => s.reorder_loops(&c)?,
+                "reorder_stmts" => s.reorder_stmts(&c)?,
+                "fission" => s.fission(&c)?,
+                "fuse" => s.fuse(&c)?,
+                "remove_loop" => s.remove_loop(&c)?,
+                _ => s.unroll(&c)?,
+            };
+        }
+        other => {
+            return Err(arg_error(
+                step,
+                None,
+                format!("unknown scheduling primitive `{other}`"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+// ----- control expressions in schedule arguments -----
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Int(i64),
+    Name(String),
+    Op(&'static str),
+}
+
+fn tokens(text: &str) -> Result<Vec<Tok>, String> {
+    const OPS: &[&str] = &[
+        "<=", ">=", "==", "!=", "+", "-", "*", "/", "%", "(", ")", "<", ">",
+    ];
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    'outer: while i < b.len() {
+        let c = b[i] as char;
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let v = text[start..i]
+                .parse()
+                .map_err(|_| format!("number `{}` is too large", &text[start..i]))?;
+            out.push(Tok::Int(v));
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Tok::Name(text[start..i].to_string()));
+            continue;
+        }
+        for op in OPS {
+            if text[i..].starts_with(op) {
+                out.push(Tok::Op(op));
+                i += op.len();
+                continue 'outer;
+            }
+        }
+        return Err(format!("unexpected `{c}` in expression `{text}`"));
+    }
+    Ok(out)
+}
+
+struct ExprParser<'a> {
+    toks: Vec<Tok>,
+    pos: usize,
+    scope: &'a [(String, Sym, Ty)],
+    text: &'a str,
+}
+
+impl ExprParser<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+
+    fn err<T>(&self, what: &str) -> Result<T, String> {
+        Err(format!("{what} in expression `{}`", self.text))
+    }
+
+    /// Precedence climbing: or < and < comparison < additive < multiplicative < unary.
+    fn binary(&mut self, level: u8) -> Result<Expr, String> {
+        if level == 5 {
+            return self.unary();
+        }
+        let mut lhs = self.binary(level + 1)?;
+        loop {
+            let op = match (level, self.peek()) {
+                (0, Some(Tok::Name(n))) if n == "or" => BinOp::Or,
+                (1, Some(Tok::Name(n))) if n == "and" => BinOp::And,
+                (2, Some(Tok::Op(o))) => match *o {
+                    "<" => BinOp::Lt,
+                    "<=" => BinOp::Le,
+                    ">" => BinOp::Gt,
+                    ">=" => BinOp::Ge,
+                    "==" => BinOp::Eq,
+                    "!=" => BinOp::Ne,
+                    _ => break,
+                },
+                (3, Some(Tok::Op("+"))) => BinOp::Add,
+                (3, Some(Tok::Op("-"))) => BinOp::Sub,
+                (4, Some(Tok::Op("*"))) => BinOp::Mul,
+                (4, Some(Tok::Op("/"))) => BinOp::Div,
+                (4, Some(Tok::Op("%"))) => BinOp::Mod,
+                _ => break,
+            };
+            self.pos += 1;
+            let rhs = self.binary(level + 1)?;
+            lhs = Expr::binary(op, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    fn unary(&mut self) -> Result<Expr, String> {
+        match self.peek().cloned() {
+            Some(Tok::Op("-")) => {
+                self.pos += 1;
+                Ok(Expr::unary(UnOp::Neg, self.unary()?))
+            }
+            Some(Tok::Name(n)) if n == "not" => {
+                self.pos += 1;
+                Ok(Expr::unary(UnOp::Not, self.unary()?))
+            }
+            Some(Tok::Op("(")) => {
+                self.pos += 1;
+                let e = self.binary(0)?;
+                if self.peek() != Some(&Tok::Op(")")) {
+                    return self.err("expected `)`");
+                }
+                self.pos += 1;
+                Ok(e)
+            }
+            Some(Tok::Int(v)) => {
+                self.pos += 1;
+                Ok(Expr::int(v))
+            }
+            Some(Tok::Name(n)) => {
+                self.pos += 1;
+                match n.as_str() {
+                    "true" => return Ok(Expr::bool(true)),
+                    "false" => return Ok(Expr::bool(false)),
+                    _ => {}
+                }
+                match self.scope.iter().rev().find(|(name, _, _)| *name == n) {
+                    Some((_, sym, ty)) => Ok(Expr::var(sym, *ty)),
+                    None => self.err(&format!(
+                        "`{n}` is not a control argument or an enclosing loop variable"
+                    )),
+                }
+            }
+            _ => self.err("expected a number, a name or `(`"),
+        }
+    }
+}
+
+/// Parse a control expression over the given names.
+fn parse_ctrl_expr(text: &str, scope: &[(String, Sym, Ty)]) -> Result<Expr, String> {
+    let mut p = ExprParser {
+        toks: tokens(text)?,
+        pos: 0,
+        scope,
+        text,
+    };
+    let e = p.binary(0)?;
+    if p.pos != p.toks.len() {
+        return p.err("unexpected text after the expression");
+    }
+    Ok(e)
+}

@@ -14,6 +14,7 @@ pub mod path;
 pub mod prims;
 mod schedule;
 pub mod script;
+pub mod simplify;
 pub mod subst;
 
 pub use error::SchedError;

@@ -228,6 +228,33 @@ impl Schedule {
         self.apply("cut", c, step, |a, p, at| prims::cut::cut(a, p, at, point))
     }
 
+    /// See [`prims::stage_mem`]: stage `region` of `buf` into a new buffer `name` in `mem` around
+    /// `len` statements starting at `c`. Returns a cursor on the first staged statement.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_mem(
+        &mut self,
+        c: &Cursor,
+        len: usize,
+        buf: &str,
+        region: &[(Expr, Expr)],
+        name: &str,
+        mem: Arc<weft_ir::Memory>,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("stage_mem({buf}, {name})");
+        self.apply("stage_mem", c, step, |a, p, at| {
+            prims::stage_mem::stage_mem(a, p, at, len, buf, region, name, mem)
+        })
+    }
+
+    /// See [`prims::simplify`].
+    pub fn simplify(&mut self) -> Result<(), SchedError> {
+        let root = self.cursor(Path::top(0));
+        self.apply("simplify", &root, "simplify".into(), |_, p, _| {
+            Ok(prims::simplify::simplify(p))
+        })
+        .map(|_| ())
+    }
+
     /// See [`prims::shift`].
     pub fn shift(&mut self, c: &Cursor, start: &Expr) -> Result<Cursor, SchedError> {
         let step = format!("shift({start})");

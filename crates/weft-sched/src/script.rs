@@ -21,6 +21,8 @@
 //! | `unroll(loop)` | [`crate::prims::unroll`] |
 //! | `cut(loop, expr)` | [`crate::prims::cut`] |
 //! | `shift(loop, expr)` | [`crate::prims::shift`] |
+//! | `simplify()` | [`crate::prims::simplify`] |
+//! | `stage_mem(stmt, A[lo:hi, ...], T [, MEMORY])` | [`crate::prims::stage_mem`] (default memory `DRAM_STACK`) |
 
 use crate::error::SchedError;
 use crate::path::{self, Path};
@@ -28,8 +30,8 @@ use crate::schedule::{Cursor, Schedule};
 use crate::Tail;
 use std::sync::Arc;
 use weft_ir::{
-    ArgKind, BinOp, CtrlType, Diagnostic, Expr, Proc, SchedArg, SchedStep, ScheduleDecl, StmtKind,
-    Sym, Ty, UnOp,
+    ArgKind, BinOp, CtrlType, Diagnostic, Expr, Memory, Proc, SchedArg, SchedStep, ScheduleDecl,
+    StmtKind, Sym, Ty, UnOp,
 };
 
 /// Apply a schedule declaration to its base proc. `on_step` sees each accepted step and the proc
@@ -38,11 +40,12 @@ use weft_ir::{
 pub fn apply(
     decl: &ScheduleDecl,
     base: Arc<Proc>,
+    memories: &dyn Fn(&str) -> Option<Arc<Memory>>,
     mut on_step: impl FnMut(&SchedStep, &Proc),
 ) -> Result<(Arc<Proc>, Schedule), Diagnostic> {
     let mut s = Schedule::new(base);
     for step in &decl.steps {
-        apply_step(&mut s, step).map_err(|e| step_diagnostic(step, &e))?;
+        apply_step(&mut s, step, memories).map_err(|e| step_diagnostic(step, &e))?;
         on_step(step, s.proc());
     }
     let named = Arc::new(Proc {
@@ -146,6 +149,62 @@ fn expr_arg(s: &Schedule, at: &Cursor, step: &SchedStep, k: usize) -> Result<Exp
     parse_ctrl_expr(&a.text, &scope).map_err(|m| arg_error(step, Some(a), m))
 }
 
+/// A region `A[l0:h0, l1:h1]` (quoted or not), its bounds read in the scope of the statement.
+fn region_arg_of(
+    s: &Schedule,
+    at: &Cursor,
+    step: &SchedStep,
+    a: &SchedArg,
+) -> Result<(String, Vec<(Expr, Expr)>), SchedError> {
+    let text = a.text.trim_matches('"');
+    let bad = |m: &str| {
+        arg_error(
+            step,
+            Some(a),
+            format!("{m} in region `{text}` (expected `A[lo:hi, ...]`)"),
+        )
+    };
+    let (name, rest) = text.split_once('[').ok_or_else(|| bad("no `[`"))?;
+    let inner = rest
+        .trim_end()
+        .strip_suffix(']')
+        .ok_or_else(|| bad("no closing `]`"))?;
+    let path = s
+        .resolve(at)
+        .ok_or_else(|| arg_error(step, Some(a), "the statement no longer exists".into()))?;
+    let scope = names_in_scope(s.proc(), &path);
+    let mut out = Vec::new();
+    for dim in split_top(inner, ',') {
+        let parts = split_top(&dim, ':');
+        let [lo, hi] = parts.as_slice() else {
+            return Err(bad("each dimension needs `lo:hi`"));
+        };
+        let lo = parse_ctrl_expr(lo, &scope).map_err(|m| arg_error(step, Some(a), m))?;
+        let hi = parse_ctrl_expr(hi, &scope).map_err(|m| arg_error(step, Some(a), m))?;
+        out.push((lo, hi));
+    }
+    Ok((name.trim().to_string(), out))
+}
+
+/// Split at `sep` outside parentheses.
+fn split_top(text: &str, sep: char) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if c == sep && depth == 0 {
+            out.push(String::new());
+        } else {
+            out.last_mut().expect("non-empty").push(c);
+        }
+    }
+    out
+}
+
 /// Control names visible at a statement: the proc's control arguments and the enclosing loops'
 /// variables (inner ones shadow outer ones of the same name).
 fn names_in_scope(p: &Proc, at: &Path) -> Vec<(String, Sym, Ty)> {
@@ -177,9 +236,34 @@ fn names_in_scope(p: &Proc, at: &Path) -> Vec<(String, Sym, Ty)> {
     out
 }
 
-/// Apply one step.
-pub fn apply_step(s: &mut Schedule, step: &SchedStep) -> Result<(), SchedError> {
+/// Apply one step. `memories` resolves memory names (for primitives that allocate).
+pub fn apply_step(
+    s: &mut Schedule,
+    step: &SchedStep,
+    memories: &dyn Fn(&str) -> Option<Arc<Memory>>,
+) -> Result<(), SchedError> {
     match step.primitive.as_str() {
+        "stage_mem" => {
+            if !(3..=4).contains(&step.args.len()) {
+                arity(step, 4)?;
+            }
+            let c = stmt_arg(s, step, 0)?;
+            let region_arg = nth(step, 1, "a region")?;
+            let (buf, region) = region_arg_of(s, &c, step, region_arg)?;
+            let name = name_arg(step, 2)?;
+            let mem_name = match step.args.get(3) {
+                Some(_) => name_arg(step, 3)?,
+                None => "DRAM_STACK".to_string(),
+            };
+            let mem = memories(&mem_name).ok_or_else(|| {
+                arg_error(
+                    step,
+                    step.args.get(3),
+                    format!("unknown memory `{mem_name}`"),
+                )
+            })?;
+            s.stage_mem(&c, 1, &buf, &region, &name, mem)?;
+        }
         "split" => {
             if step.args.len() != 4 && step.args.len() != 5 {
                 arity(step, 5)?;
@@ -211,6 +295,10 @@ pub fn apply_step(s: &mut Schedule, step: &SchedStep) -> Result<(), SchedError> 
             } else {
                 s.shift(&c, &e)?;
             }
+        }
+        "simplify" => {
+            arity(step, 0)?;
+            s.simplify()?;
         }
         "reorder_loops" | "reorder_stmts" | "fission" | "fuse" | "remove_loop" | "unroll" => {
             arity(step, 1)?;

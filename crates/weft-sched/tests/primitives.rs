@@ -281,3 +281,79 @@ fn cursors_follow_the_statement_through_rewrites() {
     // The original version is unchanged.
     assert!(weft_ir::print::proc_to_string(s.version(0).unwrap()).contains("C[i, j] +="));
 }
+
+fn stack() -> Arc<weft_ir::Memory> {
+    weft_syntax::std_memory("DRAM_STACK").unwrap()
+}
+
+fn var_of(s: &Schedule, loop_pattern: &str) -> Expr {
+    match &s.stmt(&s.find(loop_pattern).unwrap()).unwrap().kind {
+        weft_ir::StmtKind::For { var, .. } => Expr::var(var, weft_ir::Ty::Int),
+        _ => panic!("not a loop"),
+    }
+}
+
+#[test]
+fn stage_mem_stages_a_tile_and_rejects_regions_outside_the_buffer_or_the_accesses() {
+    let mut s = sched(SGEMM);
+    s.split(&s.find("for i").unwrap(), 4, "io", "ii", Tail::Cut)
+        .unwrap();
+    s.reorder_loops(&s.find("for ii").unwrap()).unwrap();
+    s.split(&s.find("for j").unwrap(), 8, "jo", "ji", Tail::Cut)
+        .unwrap();
+    s.reorder_loops(&s.find("for ji").unwrap()).unwrap();
+    let (io, jo) = (var_of(&s, "for io"), var_of(&s, "for jo"));
+    let four_io = Expr::binary(weft_ir::BinOp::Mul, Expr::int(4), io);
+    let eight_jo = Expr::binary(weft_ir::BinOp::Mul, Expr::int(8), jo);
+    let tile = vec![
+        (
+            four_io.clone(),
+            Expr::binary(weft_ir::BinOp::Add, four_io.clone(), Expr::int(4)),
+        ),
+        (
+            eight_jo.clone(),
+            Expr::binary(weft_ir::BinOp::Add, eight_jo.clone(), Expr::int(8)),
+        ),
+    ];
+    let ii = s.find("for ii").unwrap();
+
+    // Half the tile does not cover the accesses.
+    let half = vec![
+        tile[0].clone(),
+        (
+            eight_jo.clone(),
+            Expr::binary(weft_ir::BinOp::Add, eight_jo.clone(), Expr::int(4)),
+        ),
+    ];
+    let e = rejected(
+        s.stage_mem(&ii, 1, "C", &half, "Ct", stack()),
+        "stage_mem",
+        "outside the staged region",
+    );
+    assert!(cex(&e, "ji") >= 4, "{e}");
+    // A region reaching past the buffer.
+    let past = vec![
+        tile[0].clone(),
+        (
+            eight_jo.clone(),
+            Expr::binary(weft_ir::BinOp::Add, eight_jo, Expr::int(9)),
+        ),
+    ];
+    let e = rejected(
+        s.stage_mem(&ii, 1, "C", &past, "Ct", stack()),
+        "stage_mem",
+        "inside 0..N",
+    );
+    assert!(!e.counterexample.is_empty());
+
+    s.stage_mem(&ii, 1, "C", &tile, "Ct", stack()).unwrap();
+    let text = weft_ir::print::proc_to_string(s.proc());
+    assert!(text.contains("alloc Ct: f32[4, 8] @ DRAM_STACK;"), "{text}");
+    assert!(
+        text.contains("Ct[ii, ji] += A[4 * io + ii, k] * B[k, 8 * jo + ji];"),
+        "{text}"
+    );
+    for (m, n, k) in [(9, 17, 3), (4, 8, 1), (1, 1, 2), (13, 23, 5)] {
+        same_results(&s, &[("M", m), ("N", n), ("K", k)]);
+    }
+}

@@ -574,9 +574,9 @@ impl<'a, 'r> Parser<'a, 'r> {
                 loop {
                     match self.tok() {
                         Tok::Eof => return Err(self.expected("`)`")),
-                        Tok::Punct("(") => depth += 1,
+                        Tok::Punct("(") | Tok::Punct("[") => depth += 1,
                         Tok::Punct(")") if depth == 0 => break,
-                        Tok::Punct(")") => depth -= 1,
+                        Tok::Punct(")") | Tok::Punct("]") => depth = depth.saturating_sub(1),
                         Tok::Punct(",") if depth == 0 => break,
                         Tok::Punct(";") | Tok::Punct("{") | Tok::Punct("}") => {
                             return Err(self.expected("`,` or `)`"))

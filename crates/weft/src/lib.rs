@@ -123,9 +123,17 @@ pub fn load_traced(
             );
             return Err(Error::new(&p.sources, vec![d]));
         };
-        let (proc, _) =
-            weft_sched::script::apply(&decl, base, |step, proc| on_step(&decl, step, proc))
-                .map_err(|d| Error::new(&p.sources, vec![d]))?;
+        let module = &p.module;
+        let memories = |name: &str| {
+            module
+                .memory(name)
+                .cloned()
+                .or_else(|| weft_syntax::std_memory(name))
+        };
+        let (proc, _) = weft_sched::script::apply(&decl, base, &memories, |step, proc| {
+            on_step(&decl, step, proc)
+        })
+        .map_err(|d| Error::new(&p.sources, vec![d]))?;
         // Every step was proved; checking the result again costs little and guards the
         // primitives themselves.
         if let Err(d) = weft_check::check_procs(std::slice::from_ref(&proc)) {

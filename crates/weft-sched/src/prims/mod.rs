@@ -10,7 +10,9 @@ pub mod remove_loop;
 pub mod reorder_loops;
 pub mod reorder_stmts;
 pub mod shift;
+pub mod simplify;
 pub mod split;
+pub mod stage_mem;
 pub mod unroll;
 
 use crate::effects::{Analysis, Conflict};

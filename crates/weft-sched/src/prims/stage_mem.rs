@@ -1,0 +1,396 @@
+//! `stage_mem`: run a block on a copy of a rectangular region of a buffer, held in a new buffer
+//! (typically a faster memory or a small tile the C compiler keeps in registers).
+//!
+//! ```text
+//! s   ⇝   alloc T: t[h0 - l0, ...] @ M;
+//!         for a0 in 0..h0 - l0 { ... T[a0, ...] = A[l0 + a0, ...]; }      (copy in)
+//!         s[A[e0, ...] ↦ T[e0 - l0, ...]];
+//!         for a0 in 0..h0 - l0 { ... A[l0 + a0, ...] = T[a0, ...]; }      (copy out, if s writes A)
+//!         free T;
+//! ```
+//!
+//! Conditions, each proved in the block's context (counterexample otherwise):
+//! - every access of `A` in `s` lies in the region `l_k <= e_k < h_k` (so `T` is indexed in
+//!   bounds and the copies carry every value `s` uses or produces);
+//! - the region lies inside `A` (`0 <= l_k`, `h_k <= extent_k`), so the copies are in bounds;
+//! - the region is not empty (`l_k < h_k`), so `T` has a positive size;
+//! - `s` uses `A` only by reads, writes and reductions, not in windows or call arguments, and
+//!   `s` does not free it.
+//!
+//! The copy-in runs whatever `s` does, and the copy-out copies back the whole region, so cells of
+//! the region that `s` does not write get back the values they had: the rewrite is an equivalence,
+//! reductions included (no reassociation). The region's bounds are evaluated before `s`; they are
+//! control expressions, which `s` cannot change.
+
+use super::{describe, for_stmt, ivar, require, stmt_at, term_at, Rewrite};
+use crate::effects::{mentions, Analysis};
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path, Step};
+use std::sync::Arc;
+use weft_check::smt::Term;
+use weft_ir::{BinOp, BufType, Expr, ExprKind, Memory, Proc, Stmt, StmtKind, Sym, WinCoord};
+
+const PRIM: &str = "stage_mem";
+
+/// Stage the region `lo[k]..hi[k]` of buffer `buf` into a new buffer `name` in memory `mem`
+/// around the `len` statements starting at `at`.
+#[allow(clippy::too_many_arguments)]
+pub fn stage_mem(
+    a: &mut Analysis,
+    p: &Proc,
+    at: &Path,
+    len: usize,
+    buf: &str,
+    region: &[(Expr, Expr)],
+    name: &str,
+    mem: Arc<Memory>,
+) -> Result<Rewrite, SchedError> {
+    let first = stmt_at(PRIM, p, at)?;
+    let block: Vec<Stmt> = (0..len.max(1))
+        .map(|k| stmt_at(PRIM, p, &at.sibling(at.last().index + k)).cloned())
+        .collect::<Result<_, _>>()?;
+    let what = describe(first);
+    let (sym, bt) = buffer_in_scope(p, at, buf).ok_or_else(|| {
+        SchedError::new(PRIM, format!("no buffer named '{buf}' is in scope here"))
+            .at(first.span, what.clone())
+    })?;
+    if bt.rank() != region.len() {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "'{buf}' has {} dimensions but the region gives {}",
+                bt.rank(),
+                region.len()
+            ),
+        )
+        .at(first.span, what));
+    }
+    // Only plain accesses.
+    let mut bad = None;
+    weft_ir::visit::walk_block(&block, &mut |s| {
+        let hit = match &s.kind {
+            StmtKind::Call { args, .. } => args.iter().any(|e| mentions(e, &sym)),
+            StmtKind::Window { rhs, .. } => mentions(rhs, &sym),
+            StmtKind::Free { buf } => *buf == sym,
+            _ => false,
+        };
+        if hit && bad.is_none() {
+            bad = Some(s.clone());
+        }
+    });
+    if let Some(s) = bad {
+        return Err(SchedError::new(
+            PRIM,
+            format!("the block passes '{buf}' to a call, a window or a free; stage_mem rewrites only reads, writes and reductions"),
+        )
+        .at(s.span, describe(&s)));
+    }
+
+    // The region: non-empty and inside the buffer.
+    let scope = a.scope_at(p, at);
+    let mut lo_t = Vec::new();
+    for (k, (lo, hi)) in region.iter().enumerate() {
+        let (l, h) = (term_at(a, PRIM, &scope, lo)?, term_at(a, PRIM, &scope, hi)?);
+        let ext = term_at(a, PRIM, &scope, &bt.shape[k])?;
+        let goal = Term::And(vec![
+            Term::le(Term::Int(0), l.clone()),
+            Term::lt(l.clone(), h.clone()),
+            Term::le(h, ext),
+        ]);
+        require(
+            a,
+            PRIM,
+            &scope.facts,
+            &goal,
+            || {
+                format!("the region {lo}..{hi} of dimension {k} of '{buf}' must be non-empty and inside 0..{}", bt.shape[k])
+            },
+            first.span,
+            what.clone(),
+        )?;
+        lo_t.push(l);
+    }
+
+    // Every access of the block lies in the region.
+    for (path_in, s) in accesses_of(p, at, len.max(1), &sym) {
+        let inner = a.scope_at(p, &path_in);
+        let idx = match &s {
+            Access::Stmt(idx) | Access::Read(idx) => idx.clone(),
+        };
+        for (k, e) in idx.iter().enumerate() {
+            let t = term_at(a, PRIM, &inner, e)?;
+            let (lo, hi) = &region[k];
+            let (l, h) = (term_at(a, PRIM, &inner, lo)?, term_at(a, PRIM, &inner, hi)?);
+            let stmt = path::get(p, &path_in).expect("an access path");
+            require(
+                a,
+                PRIM,
+                &inner.facts,
+                &Term::And(vec![Term::le(l, t.clone()), Term::lt(t, h)]),
+                || {
+                    format!("an access of '{buf}' at index {e} of dimension {k} may lie outside the staged region {lo}..{hi}")
+                },
+                stmt.span,
+                describe(stmt),
+            )?;
+        }
+    }
+
+    // Build the new code.
+    let tsym = Sym::new(name);
+    let extents: Vec<Expr> = region
+        .iter()
+        .map(|(lo, hi)| {
+            if lo.as_int_const() == Some(0) {
+                hi.clone()
+            } else {
+                Expr::binary(BinOp::Sub, hi.clone(), lo.clone())
+            }
+        })
+        .collect();
+    let ty = BufType {
+        elem: bt.elem,
+        shape: extents.clone(),
+        window: false,
+        mem,
+    };
+    let span = first.span;
+    let shifted = |idx: &[Expr]| -> Vec<Expr> {
+        idx.iter()
+            .zip(region)
+            .map(|(e, (lo, _))| {
+                if lo.as_int_const() == Some(0) {
+                    e.clone()
+                } else {
+                    Expr::binary(BinOp::Sub, e.clone(), lo.clone())
+                }
+            })
+            .collect()
+    };
+    let new_block: Vec<Stmt> = block
+        .iter()
+        .map(|s| restage_stmt(s, &sym, &tsym, &shifted))
+        .collect();
+    let writes = block_writes(&block, &sym);
+    let copy = |into_tile: bool| -> Stmt {
+        let vars: Vec<Sym> = (0..region.len())
+            .map(|k| Sym::new(format!("{name}_{k}")))
+            .collect();
+        let tile_idx: Vec<Expr> = vars.iter().map(ivar).collect();
+        let buf_idx: Vec<Expr> = vars
+            .iter()
+            .zip(region)
+            .map(|(v, (lo, _))| {
+                if lo.as_int_const() == Some(0) {
+                    ivar(v)
+                } else {
+                    Expr::binary(BinOp::Add, lo.clone(), ivar(v))
+                }
+            })
+            .collect();
+        let (dst, dst_idx, src, src_idx) = if into_tile {
+            (&tsym, tile_idx, &sym, buf_idx)
+        } else {
+            (&sym, buf_idx, &tsym, tile_idx)
+        };
+        let mut s = Stmt::new(
+            StmtKind::Assign {
+                buf: dst.clone(),
+                idx: dst_idx,
+                rhs: Expr::read(src, bt.elem, src_idx),
+            },
+            span,
+        );
+        for (v, ext) in vars.iter().zip(&extents).rev() {
+            s = for_stmt(v.clone(), Expr::int(0), ext.clone(), vec![s], span);
+        }
+        s
+    };
+    let mut new = vec![
+        Stmt::new(
+            StmtKind::Alloc {
+                buf: tsym.clone(),
+                ty,
+            },
+            span,
+        ),
+        copy(true),
+    ];
+    new.extend(new_block);
+    if writes {
+        new.push(copy(false));
+    }
+    new.push(Stmt::new(StmtKind::Free { buf: tsym }, span));
+    let new = crate::simplify::block(&new);
+    let count = new.len();
+    let n = len.max(1);
+    let forward = Forward::replaced_range(at, n, count, move |rel| {
+        let mut out = rel.to_vec();
+        out[0] = Step {
+            block: 0,
+            index: rel[0].index + 2,
+        };
+        Some(out)
+    });
+    Ok(Rewrite {
+        proc: path::replace_range(p, at, n, new),
+        forward,
+    })
+}
+
+/// The buffer named `name` visible at `at`: an argument, or an allocation earlier in an enclosing
+/// block (innermost wins).
+fn buffer_in_scope(p: &Proc, at: &Path, name: &str) -> Option<(Sym, BufType)> {
+    let mut found = p
+        .args
+        .iter()
+        .find(|a| a.sym.name() == name)
+        .and_then(|a| a.buf().map(|b| (a.sym.clone(), b.clone())));
+    let mut block = &p.body;
+    for (k, step) in at.0.iter().enumerate() {
+        for s in block.iter().take(step.index) {
+            if let StmtKind::Alloc { buf, ty } = &s.kind {
+                if buf.name() == name {
+                    found = Some((buf.clone(), ty.clone()));
+                }
+            }
+        }
+        if k + 1 == at.0.len() {
+            break;
+        }
+        let s = block.get(step.index)?;
+        block = weft_ir::visit::stmt_blocks(s).get(at.0[k + 1].block)?;
+    }
+    found
+}
+
+enum Access {
+    Stmt(Vec<Expr>),
+    Read(Vec<Expr>),
+}
+
+/// Every access of `buf` in the `len` statements at `at`, with the path of its statement.
+fn accesses_of(p: &Proc, at: &Path, len: usize, buf: &Sym) -> Vec<(Path, Access)> {
+    let mut out = Vec::new();
+    for (path_in, s) in crate::find::all_stmts(p) {
+        let top = Path(path_in.0[..at.depth().min(path_in.depth())].to_vec());
+        let inside = path_in.depth() >= at.depth()
+            && top.0[..at.depth() - 1] == at.0[..at.depth() - 1]
+            && top.last().block == at.last().block
+            && (at.last().index..at.last().index + len).contains(&top.last().index);
+        if !inside {
+            continue;
+        }
+        if let StmtKind::Assign { buf: b, idx, .. } | StmtKind::Reduce { buf: b, idx, .. } = &s.kind
+        {
+            if b == buf {
+                out.push((path_in.clone(), Access::Stmt(idx.clone())));
+            }
+        }
+        for e in weft_ir::visit::stmt_exprs(s) {
+            weft_ir::visit::walk_expr(e, &mut |x| {
+                if let ExprKind::Read { buf: b, idx } = &x.kind {
+                    if b == buf {
+                        out.push((path_in.clone(), Access::Read(idx.clone())));
+                    }
+                }
+            });
+        }
+    }
+    out
+}
+
+fn block_writes(b: &[Stmt], buf: &Sym) -> bool {
+    let mut w = false;
+    let v: Vec<Stmt> = b.to_vec();
+    weft_ir::visit::walk_block(&v, &mut |s| {
+        if let StmtKind::Assign { buf: x, .. } | StmtKind::Reduce { buf: x, .. } = &s.kind {
+            w |= x == buf;
+        }
+    });
+    w
+}
+
+fn restage_expr(e: &Expr, from: &Sym, to: &Sym, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
+    let r = |x: &Expr| restage_expr(x, from, to, shift);
+    let kind = match &e.kind {
+        ExprKind::Read { buf, idx } => {
+            let idx: Vec<Expr> = idx.iter().map(r).collect();
+            if buf == from {
+                ExprKind::Read {
+                    buf: to.clone(),
+                    idx: shift(&idx),
+                }
+            } else {
+                ExprKind::Read {
+                    buf: buf.clone(),
+                    idx,
+                }
+            }
+        }
+        ExprKind::Unary(op, x) => ExprKind::Unary(*op, r(x)),
+        ExprKind::Binary(op, x, y) => ExprKind::Binary(*op, r(x), r(y)),
+        ExprKind::Select(c, x, y) => ExprKind::Select(r(c), r(x), r(y)),
+        ExprKind::Cast(t, x) => ExprKind::Cast(*t, r(x)),
+        ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(r).collect()),
+        ExprKind::Window { buf, coords } => ExprKind::Window {
+            buf: buf.clone(),
+            coords: coords
+                .iter()
+                .map(|c| match c {
+                    WinCoord::Point(x) => WinCoord::Point(r(x)),
+                    WinCoord::Interval(x, y) => WinCoord::Interval(r(x), r(y)),
+                })
+                .collect(),
+        },
+        _ => return e.clone(),
+    };
+    Expr::raw(kind, e.ty, e.span)
+}
+
+fn restage_stmt(s: &Stmt, from: &Sym, to: &Sym, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Stmt {
+    let re = |x: &Expr| restage_expr(x, from, to, shift);
+    let rb = |b: &[Stmt]| {
+        b.iter()
+            .map(|x| restage_stmt(x, from, to, shift))
+            .collect::<Vec<_>>()
+    };
+    let kind = match &s.kind {
+        StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
+            let idx: Vec<Expr> = idx.iter().map(re).collect();
+            let (buf, idx) = if buf == from {
+                (to.clone(), shift(&idx))
+            } else {
+                (buf.clone(), idx)
+            };
+            let rhs = re(rhs);
+            if matches!(s.kind, StmtKind::Assign { .. }) {
+                StmtKind::Assign { buf, idx, rhs }
+            } else {
+                StmtKind::Reduce { buf, idx, rhs }
+            }
+        }
+        StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
+            config: config.clone(),
+            field: *field,
+            rhs: re(rhs),
+        },
+        StmtKind::If {
+            cond,
+            then_body,
+            else_body,
+        } => StmtKind::If {
+            cond: cond.clone(),
+            then_body: rb(then_body),
+            else_body: rb(else_body),
+        },
+        StmtKind::For { var, lo, hi, body } => StmtKind::For {
+            var: var.clone(),
+            lo: lo.clone(),
+            hi: hi.clone(),
+            body: rb(body),
+        },
+        _ => return s.clone(),
+    };
+    Stmt::new(kind, s.span)
+}

@@ -1,0 +1,232 @@
+//! Affine normalisation of control expressions.
+//!
+//! A control integer expression built from `+`, `-`, negation and multiplication by constants is
+//! rewritten as `c1 * a1 + ... + cn * an + c0` over its atoms (variables, and the normalised forms
+//! of the sub-expressions that are not affine: `/`, `%`, `min`, `max`, `select`, strides, config
+//! reads), with like atoms merged, zero terms dropped and constants folded; `x / 1`, `x % 1` and
+//! operations on constants fold too. Control arithmetic is exact integer arithmetic (the checker
+//! rules out overflow of the index type), so this is an identity on values; any fold that would
+//! overflow an `i64` is left undone. Data expressions are left alone apart from the control
+//! expressions inside them (indices).
+
+use weft_ir::{BinOp, Const, Expr, ExprKind, Stmt, StmtKind, Ty, UnOp, WinCoord};
+
+/// A linear combination of atoms.
+struct Lin {
+    terms: Vec<(String, Expr, i64)>,
+    constant: i64,
+}
+
+impl Lin {
+    fn constant(c: i64) -> Lin {
+        Lin {
+            terms: vec![],
+            constant: c,
+        }
+    }
+
+    fn atom(e: Expr) -> Lin {
+        Lin {
+            terms: vec![(weft_ir::print::expr_to_string(&e), e, 1)],
+            constant: 0,
+        }
+    }
+
+    fn add(mut self, other: Lin, sign: i64) -> Option<Lin> {
+        self.constant = self
+            .constant
+            .checked_add(other.constant.checked_mul(sign)?)?;
+        for (k, e, c) in other.terms {
+            let c = c.checked_mul(sign)?;
+            match self.terms.iter_mut().find(|t| t.0 == k) {
+                Some(t) => t.2 = t.2.checked_add(c)?,
+                None => self.terms.push((k, e, c)),
+            }
+        }
+        Some(self)
+    }
+
+    fn scale(mut self, k: i64) -> Option<Lin> {
+        self.constant = self.constant.checked_mul(k)?;
+        for t in &mut self.terms {
+            t.2 = t.2.checked_mul(k)?;
+        }
+        Some(self)
+    }
+
+    fn as_const(&self) -> Option<i64> {
+        if self.terms.iter().all(|t| t.2 == 0) {
+            Some(self.constant)
+        } else {
+            None
+        }
+    }
+
+    fn to_expr(&self) -> Expr {
+        let mut out: Option<Expr> = None;
+        let terms = self.terms.iter().filter(|t| t.2 != 0);
+        // Positive terms first, so that `a - b` rather than `-b + a`.
+        let (pos, neg): (Vec<_>, Vec<_>) = terms.partition(|t| t.2 > 0);
+        for (_, e, c) in pos.into_iter().chain(neg) {
+            let magnitude = c.unsigned_abs();
+            let term = if magnitude == 1 {
+                e.clone()
+            } else {
+                Expr::binary(BinOp::Mul, Expr::int(magnitude as i64), e.clone())
+            };
+            out = Some(match (out, *c > 0) {
+                (None, true) => term,
+                (None, false) => Expr::unary(UnOp::Neg, term),
+                (Some(acc), true) => Expr::binary(BinOp::Add, acc, term),
+                (Some(acc), false) => Expr::binary(BinOp::Sub, acc, term),
+            });
+        }
+        match out {
+            None => Expr::int(self.constant),
+            Some(acc) if self.constant > 0 => {
+                Expr::binary(BinOp::Add, acc, Expr::int(self.constant))
+            }
+            Some(acc) if self.constant < 0 && self.constant != i64::MIN => {
+                Expr::binary(BinOp::Sub, acc, Expr::int(-self.constant))
+            }
+            Some(acc) if self.constant < 0 => {
+                Expr::binary(BinOp::Add, acc, Expr::int(self.constant))
+            }
+            Some(acc) => acc,
+        }
+    }
+}
+
+/// The linear form of a (simplified) control integer expression.
+fn linear(e: &Expr) -> Lin {
+    let go = || -> Option<Lin> {
+        match &e.kind {
+            ExprKind::Const(Const::Int(v)) => Some(Lin::constant(*v)),
+            ExprKind::Binary(BinOp::Add, a, b) => linear(a).add(linear(b), 1),
+            ExprKind::Binary(BinOp::Sub, a, b) => linear(a).add(linear(b), -1),
+            ExprKind::Unary(UnOp::Neg, a) => linear(a).scale(-1),
+            ExprKind::Binary(BinOp::Mul, a, b) => {
+                let (la, lb) = (linear(a), linear(b));
+                match (la.as_const(), lb.as_const()) {
+                    (Some(k), _) => lb.scale(k),
+                    (_, Some(k)) => la.scale(k),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    };
+    go().unwrap_or_else(|| Lin::atom(e.clone()))
+}
+
+/// Simplify an expression (control parts normalised, data parts rebuilt around them).
+pub fn expr(e: &Expr) -> Expr {
+    // Simplify the children first.
+    let kind = match &e.kind {
+        ExprKind::Read { buf, idx } => ExprKind::Read {
+            buf: buf.clone(),
+            idx: idx.iter().map(expr).collect(),
+        },
+        ExprKind::Unary(op, a) => ExprKind::Unary(*op, expr(a)),
+        ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, expr(a), expr(b)),
+        ExprKind::Select(c, a, b) => ExprKind::Select(expr(c), expr(a), expr(b)),
+        ExprKind::Cast(t, a) => ExprKind::Cast(*t, expr(a)),
+        ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(expr).collect()),
+        ExprKind::Window { buf, coords } => ExprKind::Window {
+            buf: buf.clone(),
+            coords: coords
+                .iter()
+                .map(|c| match c {
+                    WinCoord::Point(p) => WinCoord::Point(expr(p)),
+                    WinCoord::Interval(a, b) => WinCoord::Interval(expr(a), expr(b)),
+                })
+                .collect(),
+        },
+        _ => return e.clone(),
+    };
+    let e = Expr::raw(kind, e.ty, e.span);
+    if e.ty != Ty::Int {
+        return e;
+    }
+    // Fold `/` and `%` by constants (Euclidean, as the semantics).
+    if let ExprKind::Binary(op @ (BinOp::Div | BinOp::Mod), a, b) = &e.kind {
+        if let Some(d) = b.as_int_const() {
+            if d == 1 {
+                return if *op == BinOp::Div {
+                    a.clone()
+                } else {
+                    Expr::int(0)
+                };
+            }
+            if let (Some(x), true) = (a.as_int_const(), d > 0) {
+                return Expr::int(if *op == BinOp::Div {
+                    x.div_euclid(d)
+                } else {
+                    x.rem_euclid(d)
+                });
+            }
+        }
+    }
+    let lin = linear(&e);
+    let out = lin.to_expr();
+    Expr::raw(out.kind.clone(), Ty::Int, e.span)
+}
+
+/// Simplify every expression of a statement.
+pub fn stmt(s: &Stmt) -> Stmt {
+    let b = |x: &[Stmt]| x.iter().map(stmt).collect::<Vec<_>>();
+    let kind = match &s.kind {
+        StmtKind::Pass | StmtKind::Free { .. } => return s.clone(),
+        StmtKind::Assign { buf, idx, rhs } => StmtKind::Assign {
+            buf: buf.clone(),
+            idx: idx.iter().map(expr).collect(),
+            rhs: expr(rhs),
+        },
+        StmtKind::Reduce { buf, idx, rhs } => StmtKind::Reduce {
+            buf: buf.clone(),
+            idx: idx.iter().map(expr).collect(),
+            rhs: expr(rhs),
+        },
+        StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
+            config: config.clone(),
+            field: *field,
+            rhs: expr(rhs),
+        },
+        StmtKind::If {
+            cond,
+            then_body,
+            else_body,
+        } => StmtKind::If {
+            cond: expr(cond),
+            then_body: b(then_body),
+            else_body: b(else_body),
+        },
+        StmtKind::For { var, lo, hi, body } => StmtKind::For {
+            var: var.clone(),
+            lo: expr(lo),
+            hi: expr(hi),
+            body: b(body),
+        },
+        StmtKind::Alloc { buf, ty } => StmtKind::Alloc {
+            buf: buf.clone(),
+            ty: weft_ir::BufType {
+                shape: ty.shape.iter().map(expr).collect(),
+                ..ty.clone()
+            },
+        },
+        StmtKind::Window { name, rhs } => StmtKind::Window {
+            name: name.clone(),
+            rhs: expr(rhs),
+        },
+        StmtKind::Call { proc, args } => StmtKind::Call {
+            proc: proc.clone(),
+            args: args.iter().map(expr).collect(),
+        },
+    };
+    Stmt::new(kind, s.span)
+}
+
+/// Simplify a block.
+pub fn block(b: &[Stmt]) -> Vec<Stmt> {
+    b.iter().map(stmt).collect()
+}

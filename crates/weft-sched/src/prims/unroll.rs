@@ -42,6 +42,7 @@ pub fn unroll(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite,
     for v in lo..lo + trips {
         new.extend(Subst::freshening().var(l.var, Expr::int(v)).block(l.body));
     }
+    let new = crate::simplify::block(&new);
     let per = l.body.len();
     let count = new.len();
     let forward = Forward::replaced(at, count, move |rel| {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the peers the benchmarks compare against into a virtual environment (never vendored):
+# numpy (its bundled OpenBLAS). Usage: bash bench/peers/setup.sh [VENV_DIR] (default .venv-peers).
+set -euo pipefail
+venv="${1:-.venv-peers}"
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --upgrade pip
+"$venv/bin/pip" install --quiet "numpy>=2,<3"
+"$venv/bin/python" -c "import numpy; print('numpy', numpy.__version__)"

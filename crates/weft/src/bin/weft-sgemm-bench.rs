@@ -17,18 +17,24 @@ const SIZES: [usize; 3] = [64, 256, 1024];
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let t = Instant::now();
-    let program = weft::load(&root.join("examples/sgemm.weft"))?;
+    // WEFT_SGEMM_FILE / WEFT_SGEMM_PROC select another schedule (for trying variants).
+    let file = std::env::var("WEFT_SGEMM_FILE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("examples/sgemm.weft"));
+    let name = std::env::var("WEFT_SGEMM_PROC").unwrap_or_else(|_| "sgemm_sched".into());
+    let program = weft::load(&file)?;
     let load = t.elapsed();
     let proc = program
         .module
-        .proc("sgemm_sched")
-        .ok_or("examples/sgemm.weft has no sgemm_sched")?
+        .proc(&name)
+        .ok_or_else(|| format!("{} has no proc {name}", file.display()))?
         .clone();
     let jit = Jit::new()?;
     let module = jit.compile(std::slice::from_ref(&proc))?;
-    let kernel = module.kernel("sgemm_sched")?;
+    let kernel = module.kernel(&name)?;
     println!(
-        "weft: examples/sgemm.weft parsed, checked and scheduled in {:.1} ms; compiler: {} {}",
+        "weft: {name} of {} parsed, checked and scheduled in {:.1} ms; compiler: {} {}",
+        file.display(),
         load.as_secs_f64() * 1e3,
         jit.compiler(),
         jit.all_flags().join(" ")
@@ -73,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let b: Vec<f32> = (0..n * n).map(|k| ((k * 5) % 13) as f32 / 16.0).collect();
         let mut c = vec![0f32; n * n];
         let flops = 2.0 * (n as f64).powi(3);
-        let reps = ((2e9 / flops) as usize).clamp(3, 200);
+        let reps = ((4e9 / flops) as usize).clamp(7, 200);
         let mut best = f64::INFINITY;
         for _ in 0..reps + 1 {
             let mut args = [
@@ -87,6 +93,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             kernel.call(&mut args)?;
             best = best.min(t.elapsed().as_secs_f64());
+        }
+        // One more call on a zeroed C, checked against dot products computed here (sampled).
+        c.iter_mut().for_each(|x| *x = 0.0);
+        let mut args = [
+            Arg::Int(n as i64),
+            Arg::Int(n as i64),
+            Arg::Int(n as i64),
+            Arg::Buf(BufArg::from_slice(&a, &[n, n])),
+            Arg::Buf(BufArg::from_slice(&b, &[n, n])),
+            Arg::Buf(BufArg::new(&mut c, &[n, n])),
+        ];
+        kernel.call(&mut args)?;
+        for s in 0..97 {
+            let (i, j) = ((s * 31 + 7) % n, (s * 57 + 3) % n);
+            let want: f64 = (0..n)
+                .map(|k| a[i * n + k] as f64 * b[k * n + j] as f64)
+                .sum();
+            let got = c[i * n + j] as f64;
+            if (want - got).abs() > 1e-3 * want.abs().max(1.0) {
+                return Err(format!("n = {n}: C[{i}, {j}] = {got}, expected {want}").into());
+            }
         }
         let (w, o) = (flops / best / 1e9, flops / np_time / 1e9);
         println!("| {n} | {w:.1} | {o:.1} | {:.2} |", w / o);

@@ -227,6 +227,16 @@ pub struct Scope {
     pub facts: Vec<Term>,
 }
 
+impl Scope {
+    /// The root buffer a buffer name resolves to here (`None` for an unknown name).
+    pub fn root_of(&self, buf: &Sym) -> Option<u64> {
+        match &self.views.get(&buf.id())?.root {
+            Root::Buf(id) => Some(*id),
+            Root::Config(..) => None,
+        }
+    }
+}
+
 /// A solver-backed analysis. One per schedule: it caches solver answers across steps.
 pub struct Analysis {
     solver: CachingSolver<Z3Solver>,

@@ -3,16 +3,24 @@
 //! The weft kernel is `sgemm_sched` of `examples/sgemm.weft`: the naive three-loop SGEMM scheduled
 //! with loop and buffer rewrites only, compiled by the JIT (`cc -O3 -march=native`). numpy runs
 //! from the virtual environment made by `bench/peers/setup.sh` (default `.venv-peers`, or
-//! `WEFT_PEERS_VENV`), with `OPENBLAS_NUM_THREADS=1`.
+//! `WEFT_PEERS_VENV`), with `OPENBLAS_NUM_THREADS=1`, in a child process; numpy and weft calls
+//! alternate, and the table reports medians and the median of the per-pair ratios.
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-sgemm-bench`
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 use weft::jit::{Arg, BufArg, Jit};
 
 const SIZES: [usize; 3] = [64, 256, 1024];
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -40,48 +48,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         jit.all_flags().join(" ")
     );
 
-    // numpy first, in one process, so that both are measured in this run.
+    // numpy in a child process that times one matmul per request, alternated with weft calls.
     let venv = std::env::var("WEFT_PEERS_VENV").unwrap_or_else(|_| ".venv-peers".into());
     let python = root.join(&venv).join("bin/python");
-    let sizes: Vec<String> = SIZES.iter().map(|n| n.to_string()).collect();
-    let out = Command::new(&python)
+    let mut child = Command::new(&python)
         .arg(root.join("bench/peers/numpy_sgemm.py"))
-        .args(&sizes)
         .env("OPENBLAS_NUM_THREADS", "1")
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
         .map_err(|e| {
             format!(
                 "cannot run {} ({e}); run bash bench/peers/setup.sh first",
                 python.display()
             )
         })?;
-    if !out.status.success() {
-        return Err(format!(
-            "numpy benchmark failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
-    let numpy: Vec<f64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .collect();
-    if numpy.len() != SIZES.len() {
-        return Err("numpy benchmark printed an unexpected answer".into());
-    }
+    let mut to_numpy = child.stdin.take().ok_or("no stdin")?;
+    let mut from_numpy = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut numpy_time = |n: usize| -> Result<f64, Box<dyn std::error::Error>> {
+        writeln!(to_numpy, "{n}")?;
+        let mut line = String::new();
+        from_numpy.read_line(&mut line)?;
+        line.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("numpy answered `{}`", line.trim()).into())
+    };
 
     println!();
     println!("| n | weft GFLOP/s | OpenBLAS (numpy) GFLOP/s | weft / OpenBLAS |");
     println!("|---|---|---|---|");
-    for (n, np_time) in SIZES.iter().zip(numpy) {
-        let n = *n;
+    for n in SIZES {
         let a: Vec<f32> = (0..n * n).map(|k| ((k * 7) % 17) as f32 / 16.0).collect();
         let b: Vec<f32> = (0..n * n).map(|k| ((k * 5) % 13) as f32 / 16.0).collect();
         let mut c = vec![0f32; n * n];
         let flops = 2.0 * (n as f64).powi(3);
-        let reps = ((4e9 / flops) as usize).clamp(7, 200);
-        let mut best = f64::INFINITY;
+        let reps = ((4e9 / flops) as usize).clamp(11, 200);
+        let (mut times, mut np_times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        numpy_time(n)?;
         for _ in 0..reps + 1 {
+            let np = numpy_time(n)?;
             let mut args = [
                 Arg::Int(n as i64),
                 Arg::Int(n as i64),
@@ -92,7 +97,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ];
             let t = Instant::now();
             kernel.call(&mut args)?;
-            best = best.min(t.elapsed().as_secs_f64());
+            let w = t.elapsed().as_secs_f64();
+            times.push(w);
+            np_times.push(np);
+            ratios.push(np / w);
         }
         // One more call on a zeroed C, checked against dot products computed here (sampled).
         c.iter_mut().for_each(|x| *x = 0.0);
@@ -115,8 +123,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 return Err(format!("n = {n}: C[{i}, {j}] = {got}, expected {want}").into());
             }
         }
-        let (w, o) = (flops / best / 1e9, flops / np_time / 1e9);
-        println!("| {n} | {w:.1} | {o:.1} | {:.2} |", w / o);
+        // Medians: this VM's clock and speed jump now and then; each ratio compares a weft call
+        // with the numpy call just before it.
+        let (w, o, r) = (median(&times), median(&np_times), median(&ratios));
+        println!(
+            "| {n} | {:.1} | {:.1} | {r:.2} |",
+            flops / w / 1e9,
+            flops / o / 1e9
+        );
     }
     Ok(())
 }

@@ -109,6 +109,30 @@ impl Effects {
     }
 }
 
+/// The display name of unknown values (a term the analysis could not form).
+const UNKNOWN: &str = "?";
+
+fn unknown_int() -> Term {
+    Term::IntVar(Var {
+        id: Sym::new(UNKNOWN).id(),
+        name: UNKNOWN.into(),
+    })
+}
+
+fn unknown_bool() -> Term {
+    Term::BoolVar(Var {
+        id: Sym::new(UNKNOWN).id(),
+        name: UNKNOWN.into(),
+    })
+}
+
+/// Whether a term contains an unknown value.
+fn has_unknown(t: &Term) -> bool {
+    let mut vars = Vec::new();
+    t.vars(&mut vars);
+    vars.iter().any(|v| v.name == UNKNOWN)
+}
+
 /// A fresh variable named after `v` with a prime.
 pub fn primed(v: &Var) -> Var {
     let name = format!("{}'", v.name);
@@ -153,6 +177,8 @@ struct View {
     root: Root,
     name: String,
     dims: Vec<ViewDim>,
+    /// False when a coordinate of a window on the way had no term (an unknown offset).
+    exact: bool,
 }
 
 impl View {
@@ -161,6 +187,7 @@ impl View {
             root: Root::Buf(sym.id()),
             name: sym.name().to_string(),
             dims: (0..rank).map(|_| ViewDim::Free(Term::Int(0))).collect(),
+            exact: true,
         }
     }
 
@@ -211,6 +238,7 @@ impl View {
             root: self.root.clone(),
             name: self.name.clone(),
             dims,
+            exact: self.exact,
         }
     }
 }
@@ -423,14 +451,23 @@ impl Analysis {
                     return Some(base);
                 }
                 let mut cs = Vec::new();
+                let mut exact = base.exact;
                 for c in coords {
                     let (start, interval) = match c {
                         WinCoord::Point(p) => (p, false),
                         WinCoord::Interval(lo, _) => (lo, true),
                     };
-                    cs.push((self.term(scope, start)?, interval));
+                    // A coordinate without a term (e.g. a stride of an allocation) is an unknown
+                    // offset: the accesses through the window still count, as "maybe".
+                    let t = self.term(scope, start).unwrap_or_else(|| {
+                        exact = false;
+                        unknown_int()
+                    });
+                    cs.push((t, interval));
                 }
-                Some(base.window(&cs))
+                let mut v = base.window(&cs);
+                v.exact = exact;
+                Some(v)
             }
             ExprKind::Var(s) | ExprKind::Read { buf: s, .. } => scope.views.get(&s.id()).cloned(),
             _ => None,
@@ -484,14 +521,11 @@ impl Analysis {
                 Ok(t) => terms.push(t),
                 Err(_) => {
                     exact = false;
-                    terms.push(Term::IntVar(Var {
-                        id: Sym::new("?").id(),
-                        name: "?".into(),
-                    }));
+                    terms.push(unknown_int());
                 }
             }
         }
-        exact &= !env.inexact;
+        exact &= !env.inexact && view.exact && !guard.iter().any(has_unknown);
         out.accesses.push(Access {
             root: view.root.clone(),
             name: view.name.clone(),
@@ -583,17 +617,16 @@ impl Analysis {
                 else_body,
             } => {
                 self.expr_reads(scope, cond, guard, bound, out);
-                let c = self.term(scope, cond);
+                // A condition without a term is an unknown: both branches may run.
+                let c = self.term(scope, cond).unwrap_or_else(unknown_bool);
                 for (body, positive) in [(then_body, true), (else_body, false)] {
                     let mut inner = scope.clone();
                     let mut g = guard.to_vec();
-                    if let Some(c) = &c {
-                        g.push(if positive {
-                            c.clone()
-                        } else {
-                            Term::not(c.clone())
-                        });
-                    }
+                    g.push(if positive {
+                        c.clone()
+                    } else {
+                        Term::not(c.clone())
+                    });
                     for t in body {
                         self.stmt_effects(&mut inner, t, &g, bound, out);
                     }
@@ -606,10 +639,10 @@ impl Analysis {
                 let mut inner = scope.clone();
                 inner.ctrl.insert(var.id(), Term::IntVar(v.clone()));
                 let mut g = guard.to_vec();
-                if let (Some(l), Some(h)) = (self.term(scope, lo), self.term(scope, hi)) {
-                    g.push(Term::le(l, Term::IntVar(v.clone())));
-                    g.push(Term::lt(Term::IntVar(v.clone()), h));
-                }
+                let l = self.term(scope, lo).unwrap_or_else(unknown_int);
+                let h = self.term(scope, hi).unwrap_or_else(unknown_int);
+                g.push(Term::le(l, Term::IntVar(v.clone())));
+                g.push(Term::lt(Term::IntVar(v.clone()), h));
                 let mut b = bound.to_vec();
                 b.push(v);
                 for t in body {
@@ -651,12 +684,7 @@ impl Analysis {
         for (param, arg) in callee.args.iter().zip(args) {
             match &param.kind {
                 ArgKind::Ctrl(_) => {
-                    let t = self.term(scope, arg).unwrap_or_else(|| {
-                        Term::IntVar(Var {
-                            id: Sym::new("?").id(),
-                            name: "?".into(),
-                        })
-                    });
+                    let t = self.term(scope, arg).unwrap_or_else(unknown_int);
                     inner.ctrl.insert(param.sym.id(), t);
                 }
                 ArgKind::Buf(_) => {

@@ -262,4 +262,110 @@ impl Schedule {
             prims::shift::shift(a, p, at, start)
         })
     }
+
+    /// See [`prims::add_guard`]: wrap the statement in `if cond`, proved true there. Returns a
+    /// cursor on the new `if`.
+    pub fn add_guard(&mut self, c: &Cursor, cond: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("add_guard({cond})");
+        self.apply("add_guard", c, step, |a, p, at| {
+            prims::add_guard::add_guard(a, p, at, cond)
+        })
+    }
+
+    /// See [`prims::lift_if`]. Returns a cursor on the lifted `if`.
+    pub fn lift_if(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("lift_if", c, "lift_if".into(), |a, p, at| {
+            prims::lift_if::lift_if(a, p, at)
+        })
+    }
+
+    /// See [`prims::specialize`]. Returns a cursor on the new `if`.
+    pub fn specialize(&mut self, c: &Cursor, cond: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("specialize({cond})");
+        self.apply("specialize", c, step, |a, p, at| {
+            prims::specialize::specialize(a, p, at, cond)
+        })
+    }
+
+    /// See [`prims::delete_pass`]. Returns a cursor on the position of the removed statement.
+    pub fn delete_pass(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("delete_pass", c, "delete_pass".into(), |a, p, at| {
+            prims::delete_pass::delete_pass(a, p, at)
+        })
+    }
+
+    /// See [`prims::rename`]: the proc gets a new name.
+    pub fn rename(&mut self, name: &str) -> Result<(), SchedError> {
+        let root = self.cursor(Path::top(0));
+        self.apply("rename", &root, format!("rename({name})"), |_, p, _| {
+            prims::rename::rename(p, name)
+        })
+        .map(|_| ())
+    }
+
+    /// See [`prims::bind_expr`]: bind the occurrences of `e` in the statement to a new scalar
+    /// `name` in `mem`. Returns a cursor on the statement.
+    pub fn bind_expr(
+        &mut self,
+        c: &Cursor,
+        e: &Expr,
+        name: &str,
+        mem: Arc<weft_ir::Memory>,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("bind_expr({e}, {name})");
+        self.apply("bind_expr", c, step, |a, p, at| {
+            prims::bind_expr::bind_expr(a, p, at, e, name, mem)
+        })
+    }
+
+    /// See [`prims::lift_alloc`]. Returns a cursor on the lifted allocation.
+    pub fn lift_alloc(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("lift_alloc", c, "lift_alloc".into(), |a, p, at| {
+            prims::lift_alloc::lift_alloc(a, p, at)
+        })
+    }
+
+    /// See [`prims::set_memory`].
+    pub fn set_memory(
+        &mut self,
+        c: &Cursor,
+        mem: Arc<weft_ir::Memory>,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("set_memory({})", mem.name);
+        self.apply("set_memory", c, step, |a, p, at| {
+            prims::set_memory::set_memory(a, p, at, mem)
+        })
+    }
+
+    /// See [`prims::set_precision`] (not an equivalence: an explicit choice of precision).
+    pub fn set_precision(
+        &mut self,
+        c: &Cursor,
+        dtype: weft_ir::DType,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("set_precision({dtype})");
+        self.apply("set_precision", c, step, |a, p, at| {
+            prims::set_precision::set_precision(a, p, at, dtype)
+        })
+    }
+
+    /// See [`prims::expand_dim`].
+    pub fn expand_dim(
+        &mut self,
+        c: &Cursor,
+        extent: &Expr,
+        index: &Expr,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("expand_dim({extent}, {index})");
+        self.apply("expand_dim", c, step, |a, p, at| {
+            prims::expand_dim::expand_dim(a, p, at, extent, index)
+        })
+    }
+
+    /// See [`prims::inline_call`]. Returns a cursor on the first inlined statement.
+    pub fn inline_call(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("inline_call", c, "inline_call".into(), |a, p, at| {
+            prims::inline_call::inline_call(a, p, at)
+        })
+    }
 }

@@ -22,6 +22,15 @@
 //! | `cut(loop, expr)` | [`crate::prims::cut`] |
 //! | `shift(loop, expr)` | [`crate::prims::shift`] |
 //! | `simplify()` | [`crate::prims::simplify`] |
+//! | `add_guard(stmt, cond)` | [`crate::prims::add_guard`] |
+//! | `specialize(stmt, cond)` | [`crate::prims::specialize`] |
+//! | `lift_if(loop)` | [`crate::prims::lift_if`] |
+//! | `delete_pass(stmt)` | [`crate::prims::delete_pass`] |
+//! | `lift_alloc("alloc t")` | [`crate::prims::lift_alloc`] |
+//! | `inline_call("call f")` | [`crate::prims::inline_call`] |
+//! | `set_memory("alloc t", MEMORY)` | [`crate::prims::set_memory`] |
+//! | `set_precision("alloc t", f64)` | [`crate::prims::set_precision`] (a precision choice, not an equivalence) |
+//! | `expand_dim("alloc t", extent, index)` | [`crate::prims::expand_dim`] |
 //! | `stage_mem(stmt, A[lo:hi, ...], T [, MEMORY])` | [`crate::prims::stage_mem`] (default memory `DRAM_STACK`) |
 
 use crate::error::SchedError;
@@ -295,6 +304,51 @@ pub fn apply_step(
             } else {
                 s.shift(&c, &e)?;
             }
+        }
+        "add_guard" | "specialize" => {
+            arity(step, 2)?;
+            let c = stmt_arg(s, step, 0)?;
+            let e = expr_arg(s, &c, step, 1)?;
+            if step.primitive == "add_guard" {
+                s.add_guard(&c, &e)?;
+            } else {
+                s.specialize(&c, &e)?;
+            }
+        }
+        "lift_if" | "delete_pass" | "lift_alloc" | "inline_call" => {
+            arity(step, 1)?;
+            let c = stmt_arg(s, step, 0)?;
+            match step.primitive.as_str() {
+                "lift_if" => s.lift_if(&c)?,
+                "delete_pass" => s.delete_pass(&c)?,
+                "lift_alloc" => s.lift_alloc(&c)?,
+                _ => s.inline_call(&c)?,
+            };
+        }
+        "set_memory" => {
+            arity(step, 2)?;
+            let c = stmt_arg(s, step, 0)?;
+            let name = name_arg(step, 1)?;
+            let mem = memories(&name).ok_or_else(|| {
+                arg_error(step, step.args.get(1), format!("unknown memory `{name}`"))
+            })?;
+            s.set_memory(&c, mem)?;
+        }
+        "set_precision" => {
+            arity(step, 2)?;
+            let c = stmt_arg(s, step, 0)?;
+            let a = nth(step, 1, "a data type")?;
+            let t = weft_ir::DType::from_name(&a.text).ok_or_else(|| {
+                arg_error(step, Some(a), format!("unknown data type `{}`", a.text))
+            })?;
+            s.set_precision(&c, t)?;
+        }
+        "expand_dim" => {
+            arity(step, 3)?;
+            let c = stmt_arg(s, step, 0)?;
+            let extent = expr_arg(s, &c, step, 1)?;
+            let index = expr_arg(s, &c, step, 2)?;
+            s.expand_dim(&c, &extent, &index)?;
         }
         "simplify" => {
             arity(step, 0)?;

@@ -70,10 +70,25 @@ fn random_step(rng: &mut StdRng, s: &mut Schedule) -> Result<Option<String>, Str
     let (path, stmt) = stmts[rng.gen_range(0..stmts.len())].clone();
     let is_loop = matches!(stmt.kind, StmtKind::For { .. });
     let c = s.cursor(path.clone());
+    // Primitives for one kind of statement, which need no other argument.
+    let special = match &stmt.kind {
+        StmtKind::Alloc { .. } if rng.gen_bool(0.6) => Some("lift_alloc"),
+        StmtKind::Call { .. } if rng.gen_bool(0.6) => Some("inline_call"),
+        StmtKind::If { .. } | StmtKind::Pass if rng.gen_bool(0.2) => Some("delete_pass"),
+        _ => None,
+    };
+    if let Some(name) = special {
+        let r = match name {
+            "lift_alloc" => s.lift_alloc(&c),
+            "inline_call" => s.inline_call(&c),
+            _ => s.delete_pass(&c),
+        };
+        return Ok(r.ok().map(|_| format!("{name} at {path}")));
+    }
     let kind = if is_loop {
-        rng.gen_range(0..8)
+        rng.gen_range(0..11)
     } else {
-        rng.gen_range(8..10)
+        rng.gen_range(11..13)
     };
     let (name, r) = match kind {
         0 => {
@@ -112,7 +127,19 @@ fn random_step(rng: &mut StdRng, s: &mut Schedule) -> Result<Option<String>, Str
                 None => return Ok(None),
             },
         ),
-        8 => ("reorder_stmts".into(), s.reorder_stmts(&c)),
+        8 => ("lift_if".into(), s.lift_if(&c)),
+        9 => {
+            // `size > 2` for one of the proc's sizes.
+            let size = p
+                .args
+                .iter()
+                .find(|a| a.ctrl() == Some(weft_ir::CtrlType::Size));
+            let Some(size) = size else { return Ok(None) };
+            let cond = Expr::var(&size.sym, weft_ir::Ty::Int).gt(Expr::int(2));
+            (format!("specialize {cond}"), s.specialize(&c, &cond))
+        }
+        10 => ("delete_pass".into(), s.delete_pass(&c)),
+        11 => ("reorder_stmts".into(), s.reorder_stmts(&c)),
         _ => ("fission".into(), s.fission(&c)),
     };
     Ok(r.ok().map(|_| format!("{name} at {path}")))
@@ -188,6 +215,7 @@ fn accepted_schedules_preserve_results() {
     let dram = weft_syntax::std_memory("DRAM").expect("prelude DRAM");
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut accepted, mut attempted, mut compared) = (0u64, 0u64, 0u64);
+    let mut by_primitive: std::collections::BTreeMap<String, u64> = Default::default();
     for case in 0..cases {
         let g = random_proc_named(&mut rng, &dram, &format!("p{case}"));
         let orig: Arc<Proc> = g.proc.clone();
@@ -205,6 +233,8 @@ fn accepted_schedules_preserve_results() {
                 continue;
             };
             accepted += 1;
+            let prim = desc.split(' ').next().unwrap_or("").to_string();
+            *by_primitive.entry(prim).or_default() += 1;
             for (k, sizes) in size_sets.iter().enumerate() {
                 compared += 1;
                 if let Err(e) = compare(&orig, s.proc(), sizes, case * 31 + k as u64) {
@@ -220,7 +250,7 @@ fn accepted_schedules_preserve_results() {
         }
     }
     eprintln!(
-        "{cases} procs: {attempted} steps attempted, {accepted} accepted, {compared} comparisons"
+        "{cases} procs: {attempted} steps attempted, {accepted} accepted, {compared} comparisons; accepted by primitive: {by_primitive:?}"
     );
     assert!(
         accepted > cases,

@@ -3,14 +3,25 @@
 //! and the condition under which it is accepted, and the function proves that condition (with the
 //! [`Analysis`]) before building the new proc.
 
+pub mod add_guard;
+pub mod bind_expr;
 pub mod cut;
+pub mod delete_pass;
+pub mod expand_dim;
 pub mod fission;
 pub mod fuse;
+pub mod inline_call;
+pub mod lift_alloc;
+pub mod lift_if;
 pub mod remove_loop;
+pub mod rename;
 pub mod reorder_loops;
 pub mod reorder_stmts;
+pub mod set_memory;
+pub mod set_precision;
 pub mod shift;
 pub mod simplify;
+pub mod specialize;
 pub mod split;
 pub mod stage_mem;
 pub mod unroll;

@@ -1,0 +1,336 @@
+//! `lift_alloc`: move an allocation out of the loop that directly contains it.
+//!
+//! ```text
+//! for i in lo..hi { s0; alloc t: T[n...]; s1; free t; s2 }
+//!   ⇝  alloc t': T[n...];  for i in lo..hi { s0; s1[t ↦ t']; s2 };  free t'
+//! ```
+//!
+//! (the `free` is optional; `t'` is a fresh symbol for the same buffer). The statements `s0` before
+//! the allocation cannot use `t`, and those after a `free t` do not use it (the checker rejects a
+//! use after `free`), so only `s1` changes meaning: in the original every iteration starts from a
+//! fresh buffer whose cells are uninitialised, in the result an iteration sees what earlier
+//! iterations left in `t`.
+//!
+//! Conditions, each proved with the solver (counterexample otherwise):
+//! - the shape `n...` does not mention `i`, and reads no config field that the loop body writes,
+//!   so it has the same value in every iteration;
+//! - every extent is positive in the loop's context (`0 < n_k` without the loop bounds as facts:
+//!   the lifted allocation runs even when the loop runs zero times);
+//! - no read sees a value from an earlier iteration. For every read (or reduction, which reads)
+//!   `R` of `t` in the top-level statement `s_j` of `s1`, at iteration `i`, one of:
+//!   - *covered*: an exact write `W` of `t` in an earlier top-level statement `s_m` (`m < j`) of
+//!     `s1` definitely writes the cell `R` reads in the same iteration: with `W`'s own loop
+//!     variables solved from `W.idx[d] = R.idx[d]` (a witness `v := R.idx[d] - W.idx[d][v ↦ 0]`
+//!     for each variable `v` of `W`, taken from a dimension whose index mentions only `v`), the
+//!     solver proves `facts ∧ guard(R) ⇒ guard(W)[σ] ∧ W.idx[σ] = R.idx`. Only statements
+//!     without `stride(...)` expressions serve as covers (the analysis drops guards it cannot
+//!     translate, which would make a conditional write look definite);
+//!   - *untouched*: no write or reduction of `t` at an iteration `i' < i` may touch the cell
+//!     `R` reads (`facts ∧ lo <= i' < i ∧ guards ∧ idx = idx'` is unsatisfiable).
+//!
+//!   Either way the read sees the same value as in the original: the one written earlier in the
+//!   same iteration, or (untouched) the same write of this iteration or none at all.
+//! - no window of `t` has coordinates that use `stride(...)` (the analysis cannot translate
+//!   them, and would lose the accesses made through such a window).
+
+use super::set_memory::alloc_at;
+use super::{describe, for_stmt, loop_at, require, term_at, Rewrite};
+use crate::effects::{mentions, primed, subst_term, Access, AccessKind, Analysis, Effects, Root};
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path, Step};
+use crate::subst::Subst;
+use std::collections::HashMap;
+use weft_check::smt::{Term, Var};
+use weft_check::terms::sym_var;
+use weft_ir::{ExprKind, Stmt, StmtKind};
+
+const PRIM: &str = "lift_alloc";
+
+/// Lift the allocation at `at` out of its directly enclosing loop.
+pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite, SchedError> {
+    let site = alloc_at(PRIM, p, at)?;
+    let t = site.buf.clone();
+    let what = describe(site.stmt);
+    let not_in_loop = || {
+        SchedError::new(
+            PRIM,
+            format!("the allocation of '{t}' is not directly in a loop body"),
+        )
+        .at(site.stmt.span, what.clone())
+    };
+    let loop_path = at
+        .parent()
+        .filter(|_| at.last().block == 0)
+        .ok_or_else(not_in_loop)?;
+    let l = loop_at(PRIM, p, &loop_path).map_err(|_| not_in_loop())?;
+    let k = at.last().index;
+
+    // The shape: independent of the loop, unchanged by the body, positive outside the loop.
+    for e in &site.ty.shape {
+        if mentions(e, l.var) {
+            return Err(SchedError::new(
+                PRIM,
+                format!(
+                    "the size {e} of '{t}' depends on the loop index '{}'",
+                    l.var.name()
+                ),
+            )
+            .at(site.stmt.span, what));
+        }
+    }
+    let mut shape_configs = Vec::new();
+    for e in &site.ty.shape {
+        weft_ir::visit::walk_expr(e, &mut |x| {
+            if let ExprKind::ReadConfig { config, field } = &x.kind {
+                shape_configs.push(Root::Config(config.name.clone(), *field));
+            }
+        });
+    }
+    if !shape_configs.is_empty() {
+        let scope = a.scope_at(p, &loop_path.child(0, 0));
+        let eff = a.effects(&scope, l.body);
+        let hit = eff
+            .writes()
+            .find(|w| shape_configs.contains(&w.root))
+            .cloned();
+        if let Some(w) = hit {
+            return Err(SchedError::new(
+                PRIM,
+                format!(
+                    "the size of '{t}' reads config {} and the loop body writes it",
+                    w.name
+                ),
+            )
+            .at(w.span, "writes the config field")
+            .at(site.stmt.span, what));
+        }
+    }
+    let outer = a.scope_at(p, &loop_path);
+    for e in &site.ty.shape {
+        let n = term_at(a, PRIM, &outer, e)?;
+        require(
+            a,
+            PRIM,
+            &outer.facts,
+            &Term::lt(Term::Int(0), n),
+            || format!("the size {e} of '{t}' may not be positive when the loop runs zero times"),
+            site.stmt.span,
+            what.clone(),
+        )?;
+    }
+
+    // The analysis drops the accesses through a window whose coordinates it cannot translate
+    // (a `stride` of an allocation): refuse those rather than miss a read.
+    let views = super::set_memory::aliases(&l.body[k + 1..], &t);
+    let mut opaque = None;
+    let rest: Vec<Stmt> = l.body[k + 1..].to_vec();
+    weft_ir::visit::walk_block(&rest, &mut |s| {
+        for e in weft_ir::visit::stmt_exprs(s) {
+            weft_ir::visit::walk_expr(e, &mut |x| {
+                if let ExprKind::Window { buf, .. } = &x.kind {
+                    if views.contains(buf) && has_stride_expr(x) {
+                        opaque.get_or_insert_with(|| s.clone());
+                    }
+                }
+            });
+        }
+    });
+    if let Some(s) = opaque {
+        return Err(SchedError::new(
+            PRIM,
+            format!("a window of '{t}' has coordinates that use 'stride', which the analysis cannot follow"),
+        )
+        .at(s.span, describe(&s)));
+    }
+
+    // The statements after the allocation, each with its accesses of `t`.
+    let free = l
+        .body
+        .iter()
+        .position(|s| matches!(&s.kind, StmtKind::Free { buf } if *buf == t));
+    let root = Root::Buf(t.id());
+    let mut stmts: Vec<(usize, Vec<Access>, bool)> = Vec::new();
+    for j in k + 1..l.body.len() {
+        if Some(j) == free {
+            continue;
+        }
+        let scope = a.scope_at(p, &loop_path.child(0, j));
+        let eff = a.effects(&scope, &l.body[j..j + 1]);
+        let acc: Vec<Access> = eff
+            .accesses
+            .into_iter()
+            .filter(|x| x.root == root)
+            .collect();
+        stmts.push((j, acc, !has_stride(&l.body[j..j + 1])));
+    }
+    let body_scope = a.scope_at(p, &loop_path.child(0, k));
+    let facts = body_scope.facts.clone();
+    // Writes of `t` at an earlier iteration i' < i.
+    let iv = sym_var(l.var);
+    let iv2 = primed(&iv);
+    let earlier_map: HashMap<u64, Term> = [(iv.id, Term::IntVar(iv2.clone()))].into();
+    let earlier = Effects {
+        accesses: stmts
+            .iter()
+            .flat_map(|(_, acc, _)| acc.iter().filter(|x| x.kind != AccessKind::Read).cloned())
+            .collect(),
+    }
+    .rename_bound()
+    .subst(&earlier_map);
+    let mut extra = vec![Term::lt(
+        Term::IntVar(iv2.clone()),
+        Term::IntVar(iv.clone()),
+    )];
+    if let (Some(lo), Some(hi)) = (a.term(&outer, l.lo), a.term(&outer, l.hi)) {
+        extra.push(Term::le(lo, Term::IntVar(iv2.clone())));
+        extra.push(Term::lt(Term::IntVar(iv2), hi));
+    }
+    for (n, (_, acc, _)) in stmts.iter().enumerate() {
+        for r in acc.iter().filter(|x| x.kind != AccessKind::Write) {
+            let covered = stmts[..n]
+                .iter()
+                .filter(|(_, _, usable)| *usable)
+                .flat_map(|(_, acc, _)| acc.iter())
+                .filter(|w| w.kind == AccessKind::Write && w.exact)
+                .any(|w| covers(a, &facts, w, r));
+            if covered {
+                continue;
+            }
+            for w in &earlier.accesses {
+                if let Some(cex) = a.overlap(&facts, &extra, r, w) {
+                    return Err(SchedError::new(
+                        PRIM,
+                        format!(
+                            "an iteration of loop '{}' may read a cell of '{t}' that an earlier iteration wrote, and that it does not write first",
+                            l.var.name()
+                        ),
+                    )
+                    .at(r.span, format!("reads {}", r.name))
+                    .at(w.span, format!("writes {}", w.name))
+                    .with_counterexample(cex));
+                }
+            }
+        }
+    }
+
+    // Build the new code.
+    let t2 = t.fresh_copy();
+    let sub = Subst::new().buf(&t, &t2);
+    let new_body: Vec<Stmt> = l
+        .body
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != k && Some(*j) != free)
+        .map(|(_, s)| sub.stmt(s))
+        .collect();
+    let span = l.stmt.span;
+    let mut new = vec![
+        Stmt::new(
+            StmtKind::Alloc {
+                buf: t2.clone(),
+                ty: site.ty.clone(),
+            },
+            site.stmt.span,
+        ),
+        for_stmt(l.var.clone(), l.lo.clone(), l.hi.clone(), new_body, span),
+    ];
+    if let Some(f) = free {
+        new.push(Stmt::new(StmtKind::Free { buf: t2 }, l.body[f].span));
+    }
+    let count = new.len();
+    let forward = Forward::replaced(&loop_path, count, move |rel| {
+        if rel.len() == 1 {
+            return Some(vec![Step { block: 0, index: 1 }]);
+        }
+        let m = rel[1].index;
+        if m == k {
+            return Some(vec![Step { block: 0, index: 0 }]);
+        }
+        if Some(m) == free {
+            return Some(vec![Step { block: 0, index: 2 }]);
+        }
+        let shift = usize::from(m > k) + usize::from(free.is_some_and(|f| m > f));
+        let mut out = vec![
+            Step { block: 0, index: 1 },
+            Step {
+                block: 0,
+                index: m - shift,
+            },
+        ];
+        out.extend_from_slice(&rel[2..]);
+        Some(out)
+    });
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, &loop_path, new),
+        forward,
+    })
+}
+
+/// Whether the write `w` definitely writes, in the same iteration, the cell the read `r` reads
+/// (see the module comment for the witness construction).
+fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -> bool {
+    if w.idx.len() != r.idx.len() {
+        return false;
+    }
+    let w = Effects {
+        accesses: vec![w.clone()],
+    }
+    .rename_bound()
+    .accesses
+    .remove(0);
+    let mut sigma: HashMap<u64, Term> = HashMap::new();
+    for v in &w.bound {
+        let found = w.idx.iter().zip(&r.idx).find_map(|(wi, ri)| {
+            let mut vs = Vec::new();
+            wi.vars(&mut vs);
+            let mine: Vec<&Var> = vs
+                .iter()
+                .filter(|x| w.bound.iter().any(|b| b.id == x.id))
+                .collect();
+            if mine.iter().all(|x| x.id == v.id) && !mine.is_empty() {
+                let zero: HashMap<u64, Term> = [(v.id, Term::Int(0))].into();
+                Some(Term::sub(ri.clone(), subst_term(wi, &zero)))
+            } else {
+                None
+            }
+        });
+        match found {
+            Some(t) => {
+                sigma.insert(v.id, t);
+            }
+            None => return false,
+        }
+    }
+    let mut goal: Vec<Term> = w.guard.iter().map(|g| subst_term(g, &sigma)).collect();
+    for (wi, ri) in w.idx.iter().zip(&r.idx) {
+        goal.push(Term::eq(subst_term(wi, &sigma), ri.clone()));
+    }
+    let mut all = facts.to_vec();
+    all.extend(r.guard.iter().cloned());
+    a.prove(&all, &Term::And(goal)).is_ok()
+}
+
+fn has_stride_expr(e: &weft_ir::Expr) -> bool {
+    let mut hit = false;
+    weft_ir::visit::walk_expr(e, &mut |x| {
+        hit |= matches!(x.kind, ExprKind::Stride { .. });
+    });
+    hit
+}
+
+/// Whether a block (or a proc it calls) holds a `stride(...)` expression.
+fn has_stride(b: &[Stmt]) -> bool {
+    let mut hit = false;
+    let v: Vec<Stmt> = b.to_vec();
+    weft_ir::visit::walk_block(&v, &mut |s| {
+        for e in weft_ir::visit::stmt_exprs(s) {
+            weft_ir::visit::walk_expr(e, &mut |x| {
+                hit |= matches!(x.kind, ExprKind::Stride { .. });
+            });
+        }
+        if let StmtKind::Call { proc, .. } = &s.kind {
+            hit |= has_stride(&proc.body);
+        }
+    });
+    hit
+}

@@ -1,0 +1,692 @@
+//! The primitives added after the first set (add_guard, lift_if, specialize, delete_pass, rename,
+//! bind_expr, lift_alloc, set_memory, set_precision, expand_dim, inline_call): each accepted where
+//! it must be, with results compared against the original on the reference interpreter, and
+//! rejected where it must be, with the message and counterexample the user sees.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use weft_interp::{random_args, run, ArgValue, ConfigState};
+use weft_ir::{BinOp, DType, Expr, Proc, StmtKind, Sym, Ty};
+use weft_sched::{SchedError, Schedule};
+
+fn module_of(src: &str) -> weft_ir::Module {
+    let m = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", src)
+        .unwrap_or_else(|e| panic!("does not parse: {e:?}\n{src}"));
+    weft_check::check_module(&m).unwrap_or_else(|e| panic!("does not check: {e:?}"));
+    m
+}
+
+fn proc_of(src: &str) -> Arc<Proc> {
+    module_of(src).procs.last().unwrap().clone()
+}
+
+fn sched(src: &str) -> Schedule {
+    let mut s = Schedule::new(proc_of(src));
+    s.recheck = true;
+    s
+}
+
+/// The scheduled proc gives the original's results (exactly) at the given sizes.
+fn same_results(s: &Schedule, sizes: &[(&str, i64)]) {
+    let orig = s.version(0).unwrap();
+    let sizes: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    for seed in 0..3 {
+        let mut a = random_args(orig, &sizes, seed).unwrap();
+        let mut b = a.clone();
+        run(orig, &mut a, &mut ConfigState::default()).unwrap();
+        run(s.proc(), &mut b, &mut ConfigState::default()).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            if let (ArgValue::Buf(x), ArgValue::Buf(y)) = (x, y) {
+                assert_eq!(x.data, y.data, "results differ at {sizes:?}");
+            }
+        }
+    }
+}
+
+fn rejected(r: Result<weft_sched::Cursor, SchedError>, prim: &str, message: &str) -> SchedError {
+    let e = r.expect_err("the step must be rejected");
+    assert_eq!(e.primitive, prim, "{e}");
+    assert!(
+        e.message.contains(message),
+        "message '{}' lacks '{message}'",
+        e.message
+    );
+    e
+}
+
+fn cex(e: &SchedError, name: &str) -> i64 {
+    e.counterexample
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no value of {name} in {e}"))
+        .1
+}
+
+fn text(s: &Schedule) -> String {
+    weft_ir::print::proc_to_string(s.proc())
+}
+
+fn stack() -> Arc<weft_ir::Memory> {
+    weft_syntax::std_memory("DRAM_STACK").unwrap()
+}
+
+fn dram() -> Arc<weft_ir::Memory> {
+    weft_syntax::std_memory("DRAM").unwrap()
+}
+
+/// The variable of the first loop matching `pattern`, as an expression.
+fn var_of(s: &Schedule, loop_pattern: &str) -> Expr {
+    match &s.stmt(&s.find(loop_pattern).unwrap()).unwrap().kind {
+        StmtKind::For { var, .. } => Expr::var(var, Ty::Int),
+        _ => panic!("not a loop"),
+    }
+}
+
+/// A control argument of the proc, as an expression.
+fn arg_of(s: &Schedule, name: &str) -> Expr {
+    let a = s.proc().arg(name).unwrap();
+    Expr::var(&a.sym, Ty::Int)
+}
+
+fn buf_sym(s: &Schedule, name: &str) -> Sym {
+    s.proc().arg(name).unwrap().sym.clone()
+}
+
+// ----- add_guard -----
+
+const SCALE: &str = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        y[i] = x[i] * 2.0;
+    }
+}";
+
+#[test]
+fn add_guard_wraps_a_proved_condition_and_rejects_an_unproved_one() {
+    let mut s = sched(SCALE);
+    let w = s.find("y =").unwrap();
+    let (i, n) = (var_of(&s, "for i"), arg_of(&s, "n"));
+    let e = rejected(
+        s.add_guard(&w, &i.clone().lt(&n - 1)),
+        "add_guard",
+        "not proved to hold",
+    );
+    assert_eq!(cex(&e, "i"), cex(&e, "n") - 1, "{e}");
+    rejected(
+        s.add_guard(&w, &(&i + 1)),
+        "add_guard",
+        "not a control condition",
+    );
+
+    let c = s.add_guard(&w, &i.clone().lt(n)).unwrap();
+    assert!(matches!(s.stmt(&c).unwrap().kind, StmtKind::If { .. }));
+    assert!(text(&s).contains("if i < n {"), "{}", text(&s));
+    // The cursor on the write now designates the `if`, with the write inside it.
+    assert_eq!(s.resolve(&w), Some(c.path.clone()));
+    let inner = s.body(&w, 0, 0).unwrap();
+    assert!(matches!(
+        s.stmt(&inner).unwrap().kind,
+        StmtKind::Assign { .. }
+    ));
+    same_results(&s, &[("n", 5)]);
+}
+
+// ----- lift_if -----
+
+#[test]
+fn lift_if_moves_an_invariant_condition_out_and_rejects_a_dependent_one() {
+    let src = "proc p(n: size, m: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        if m > 2 {
+            y[i] = x[i] * 2.0;
+        } else {
+            y[i] = x[i] + 1.0;
+        }
+    }
+    for j in 0..n {
+        if m < 4 {
+            x[j] = 0.0;
+        }
+    }
+}";
+    let mut s = sched(src);
+    let w = s.find("y = #1").unwrap();
+    let c = s.lift_if(&s.find("for i").unwrap()).unwrap();
+    assert!(matches!(s.stmt(&c).unwrap().kind, StmtKind::If { .. }));
+    // The else branch's write is now in the else branch's loop.
+    assert_eq!(s.resolve(&w).unwrap().to_string(), "[0/else.0/0]");
+    s.lift_if(&s.find("for j").unwrap()).unwrap();
+    let t = text(&s);
+    assert!(t.contains("if m < 4 {\n        for j in 0..n {"), "{t}");
+    for m in [1, 3, 5] {
+        same_results(&s, &[("n", 4), ("m", m)]);
+    }
+
+    let dep = "proc p(n: size, x: f32[n] @ DRAM) {
+    for i in 0..n {
+        if i < 2 {
+            x[i] = 0.0;
+        }
+    }
+}";
+    let mut s = sched(dep);
+    rejected(
+        s.lift_if(&s.find("for i").unwrap()),
+        "lift_if",
+        "depends on the loop index 'i'",
+    );
+    let mut s = sched(SCALE);
+    rejected(
+        s.lift_if(&s.find("for i").unwrap()),
+        "lift_if",
+        "is not an 'if'",
+    );
+}
+
+#[test]
+fn lift_if_rejects_a_condition_on_a_config_field_the_body_writes() {
+    let src = "config Cfg { k: index }
+proc p(n: size, x: f32[n] @ DRAM) {
+    for i in 0..n {
+        if Cfg.k == 0 {
+            Cfg.k = 1;
+            x[i] = 2.0;
+        }
+    }
+}";
+    let mut s = sched(src);
+    rejected(
+        s.lift_if(&s.find("for i").unwrap()),
+        "lift_if",
+        "the loop body writes it",
+    );
+}
+
+// ----- specialize -----
+
+#[test]
+fn specialize_duplicates_a_loop_with_fresh_binders() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        alloc t: f32[4] @ DRAM_STACK;
+        for j in 0..4 {
+            t[j] = x[i] * 2.0;
+        }
+        y[i] = t[1] + t[2];
+    }
+}";
+    let mut s = sched(src);
+    let n = arg_of(&s, "n");
+    let c = s
+        .specialize(&s.find("for i").unwrap(), &n.clone().gt(Expr::int(2)))
+        .unwrap();
+    let StmtKind::If {
+        then_body,
+        else_body,
+        ..
+    } = &s.stmt(&c).unwrap().kind
+    else {
+        panic!("not an if")
+    };
+    let bound = |b: &weft_ir::Stmt| match &b.kind {
+        StmtKind::For { var, body, .. } => match &body[0].kind {
+            StmtKind::Alloc { buf, .. } => (var.clone(), buf.clone()),
+            _ => panic!(),
+        },
+        _ => panic!(),
+    };
+    let (v1, t1) = bound(&then_body[0]);
+    let (v2, t2) = bound(&else_body[0]);
+    assert_ne!(v1, v2);
+    assert_ne!(t1, t2);
+    for n in [1, 2, 3, 6] {
+        same_results(&s, &[("n", n)]);
+    }
+
+    let mut s = sched(src);
+    rejected(
+        s.specialize(&s.find("for i").unwrap(), &n),
+        "specialize",
+        "not a control condition",
+    );
+    rejected(
+        s.specialize(&s.find("alloc t").unwrap(), &n.clone().gt(Expr::int(2))),
+        "specialize",
+        "declares or frees 't'",
+    );
+    rejected(
+        s.add_guard(&s.find("alloc t").unwrap(), &n.clone().gt(Expr::int(0))),
+        "add_guard",
+        "declares or frees 't'",
+    );
+    // A loop variable that is not in scope at the statement.
+    let j = var_of(&s, "for j");
+    rejected(
+        s.specialize(&s.find("for i").unwrap(), &j.lt(Expr::int(2))),
+        "specialize",
+        "not a quasi-affine control condition",
+    );
+}
+
+// ----- delete_pass -----
+
+#[test]
+fn delete_pass_removes_empty_statements_only() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    pass;
+    for j in 0..n {
+        pass;
+        if j < 2 {
+            pass;
+        }
+    }
+    x[0] = 1.0;
+}";
+    let mut s = sched(src);
+    let w = s.find("x =").unwrap();
+    rejected(s.delete_pass(&w), "delete_pass", "is not 'pass'");
+    s.delete_pass(&s.find("pass").unwrap()).unwrap();
+    assert_eq!(s.resolve(&w).unwrap().to_string(), "[1]");
+    s.delete_pass(&s.find("for j").unwrap()).unwrap();
+    assert_eq!(s.resolve(&w).unwrap().to_string(), "[0]");
+    assert_eq!(s.proc().body.len(), 1);
+    same_results(&s, &[("n", 3)]);
+}
+
+// ----- rename -----
+
+#[test]
+fn rename_changes_only_the_name() {
+    let mut s = sched(SCALE);
+    let w = s.find("y =").unwrap();
+    s.rename("p_fast").unwrap();
+    assert_eq!(s.proc().name, "p_fast");
+    assert_eq!(s.resolve(&w), Some(w.path.clone()));
+    same_results(&s, &[("n", 4)]);
+    let e = s.rename("9lives").unwrap_err();
+    assert_eq!(e.primitive, "rename");
+    assert!(e.message.contains("not a valid proc name"), "{e}");
+}
+
+// ----- bind_expr -----
+
+#[test]
+fn bind_expr_binds_every_occurrence_and_rejects_an_absent_expression() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        y[i] += x[i] * 2.0 + x[i] * 2.0 * x[i];
+    }
+}";
+    let mut s = sched(src);
+    let w = s.find("y +=").unwrap();
+    let i = var_of(&s, "for i");
+    let x = buf_sym(&s, "x");
+    let pat = Expr::binary(
+        BinOp::Mul,
+        Expr::read(&x, DType::F32, vec![i.clone()]),
+        Expr::float(2.0),
+    );
+    let absent = Expr::binary(
+        BinOp::Mul,
+        Expr::read(&x, DType::F32, vec![i]),
+        Expr::float(3.0),
+    );
+    rejected(
+        s.bind_expr(&w, &absent, "e", stack()),
+        "bind_expr",
+        "does not occur",
+    );
+    rejected(
+        s.bind_expr(&s.find("for i").unwrap(), &pat, "e", stack()),
+        "bind_expr",
+        "not an assignment or a reduction",
+    );
+    let c = s.bind_expr(&w, &pat, "e", stack()).unwrap();
+    assert_eq!(c, s.resolve(&w).map(|p| s.cursor(p)).unwrap());
+    let t = text(&s);
+    assert!(t.contains("alloc e: f32 @ DRAM_STACK;"), "{t}");
+    assert!(t.contains("e = x[i] * 2.0;"), "{t}");
+    assert!(t.contains("y[i] += e + e * x[i];"), "{t}");
+    same_results(&s, &[("n", 5)]);
+}
+
+// ----- lift_alloc -----
+
+const SCRATCH: &str = "proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
+    for i in 0..n {
+        y[i, 0] = 0.0;
+        alloc t: f32[4] @ DRAM_STACK;
+        for j in 0..4 {
+            t[j] = x[i, j] * 2.0;
+        }
+        for k in 0..4 {
+            y[i, k] += t[k] + t[3 - k];
+        }
+        free t;
+    }
+}";
+
+#[test]
+fn lift_alloc_lifts_a_scratch_buffer_that_every_iteration_writes_first() {
+    let mut s = sched(SCRATCH);
+    let red = s.find("y +=").unwrap();
+    let a = s.find("alloc t").unwrap();
+    let c = s.lift_alloc(&a).unwrap();
+    assert_eq!(s.resolve(&a), Some(c.path.clone()));
+    assert_eq!(c.path.to_string(), "[0]");
+    assert_eq!(s.resolve(&red).unwrap().to_string(), "[1/2/0]");
+    let t = text(&s);
+    assert!(t.starts_with("proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {\n    alloc t: f32[4] @ DRAM_STACK;\n    for i in 0..n {"), "{t}");
+    assert!(t.contains("    }\n    free t;\n}"), "{t}");
+    for n in [1, 3, 6] {
+        same_results(&s, &[("n", n)]);
+    }
+}
+
+#[test]
+fn lift_alloc_rejects_a_size_that_depends_on_the_index() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    for i in 0..n {
+        alloc t: f32[i + 1] @ DRAM_STACK;
+        t[i] = x[i];
+        x[i] = t[i] * 2.0;
+    }
+}";
+    let mut s = sched(src);
+    let e = rejected(
+        s.lift_alloc(&s.find("alloc t").unwrap()),
+        "lift_alloc",
+        "depends on the loop index 'i'",
+    );
+    assert!(e.message.contains("the size i + 1 of 't'"), "{e}");
+}
+
+#[test]
+fn lift_alloc_rejects_a_read_of_a_value_from_an_earlier_iteration() {
+    // In the original, `t[0]` is uninitialised at every iteration but the first.
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        alloc t: f32[n] @ DRAM_STACK;
+        t[i] = x[i];
+        y[i] = t[0];
+    }
+}";
+    let mut s = sched(src);
+    let e = rejected(
+        s.lift_alloc(&s.find("alloc t").unwrap()),
+        "lift_alloc",
+        "that an earlier iteration wrote",
+    );
+    assert_eq!(cex(&e, "i'"), 0, "{e}");
+    assert!(cex(&e, "i") > 0, "{e}");
+    assert_eq!(e.stmts.len(), 2);
+
+    // A write under a condition does not cover the read: odd iterations read what the last
+    // even iteration wrote.
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        alloc t: f32[4] @ DRAM_STACK;
+        if i % 2 == 0 {
+            t[0] = x[i];
+        }
+        y[i] = t[0];
+    }
+}";
+    let mut s = sched(src);
+    let e = rejected(
+        s.lift_alloc(&s.find("alloc t").unwrap()),
+        "lift_alloc",
+        "that an earlier iteration wrote",
+    );
+    assert!(
+        cex(&e, "i'") < cex(&e, "i") && cex(&e, "i'") % 2 == 0,
+        "{e}"
+    );
+
+    // Not in a loop.
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    alloc t: f32[4] @ DRAM_STACK;
+    t[0] = 1.0;
+    x[0] = t[0];
+}";
+    let mut s = sched(src);
+    rejected(
+        s.lift_alloc(&s.find("alloc t").unwrap()),
+        "lift_alloc",
+        "not directly in a loop body",
+    );
+}
+
+#[test]
+fn lift_alloc_accepts_reads_of_cells_no_earlier_iteration_writes() {
+    // Each iteration uses its own cell of `t` (after expand_dim, Exo's usual pairing).
+    let mut s = sched(SCRATCH);
+    let a = s.find("alloc t").unwrap();
+    let (i, n) = (var_of(&s, "for i"), arg_of(&s, "n"));
+    let e = rejected(
+        s.expand_dim(&a, &n, &(&i + 1)),
+        "expand_dim",
+        "may lie outside 0..n",
+    );
+    assert_eq!(cex(&e, "i"), cex(&e, "n") - 1, "{e}");
+    s.expand_dim(&a, &n, &i).unwrap();
+    let t = text(&s);
+    assert!(t.contains("alloc t: f32[n, 4] @ DRAM_STACK;"), "{t}");
+    assert!(t.contains("t[i, j] = x[i, j] * 2.0;"), "{t}");
+    assert!(t.contains("y[i, k] += t[i, k] + t[i, 3 - k];"), "{t}");
+    same_results(&s, &[("n", 3)]);
+    s.lift_alloc(&a).unwrap();
+    for n in [1, 4] {
+        same_results(&s, &[("n", n)]);
+    }
+}
+
+// ----- set_memory -----
+
+const VEC: &str = "memory VEC {
+    header \"#include <immintrin.h>\"
+    alloc \"__m256 {name}[{size} / 8];\"
+    free \"\"
+    access \"{name}[({offset}) / 8]\"
+    addressable false
+    last_dim 8
+}
+";
+
+#[test]
+fn set_memory_moves_an_allocation_and_keeps_the_memory_rules() {
+    let mut s = sched(SCRATCH);
+    let a = s.find("alloc t").unwrap();
+    s.set_memory(&a, dram()).unwrap();
+    assert!(text(&s).contains("alloc t: f32[4] @ DRAM;"), "{}", text(&s));
+    same_results(&s, &[("n", 3)]);
+
+    let vec = module_of(VEC).memory("VEC").unwrap().clone();
+    // `t` has innermost extent 4, VEC requires 8.
+    rejected(
+        s.set_memory(&a, vec.clone()),
+        "set_memory",
+        "to be the constant 8",
+    );
+    let src8 = "proc p(n: size, x: f32[n] @ DRAM) {
+    alloc t: f32[8] @ DRAM_STACK;
+    t[0] = 1.0;
+    x[0] = t[0];
+}";
+    let mut s = sched(src8);
+    rejected(
+        s.set_memory(&s.find("alloc t").unwrap(), vec),
+        "set_memory",
+        "is not addressable",
+    );
+}
+
+// ----- set_precision -----
+
+#[test]
+fn set_precision_casts_at_every_use() {
+    let src = "proc p(n: size, x: i32[n] @ DRAM, y: i32[n] @ DRAM) {
+    alloc acc: i32[n] @ DRAM;
+    for i in 0..n {
+        acc[i] = x[i] * 3;
+        acc[i] += x[i] * x[i];
+        y[i] = acc[i] - 1;
+    }
+}";
+    let mut s = sched(src);
+    let a = s.find("alloc acc").unwrap();
+    s.set_precision(&a, DType::I64).unwrap();
+    let t = text(&s);
+    assert!(t.contains("alloc acc: i64[n] @ DRAM;"), "{t}");
+    assert!(t.contains("acc[i] = i64(x[i] * 3);"), "{t}");
+    assert!(t.contains("acc[i] += i64(x[i] * x[i]);"), "{t}");
+    assert!(t.contains("y[i] = i32(acc[i]) - 1;"), "{t}");
+    // Integer arithmetic wraps, so widening and narrowing back gives the same bits.
+    same_results(&s, &[("n", 6)]);
+    rejected(
+        s.set_precision(&a, DType::Bool),
+        "set_precision",
+        "is reduced into",
+    );
+}
+
+#[test]
+fn set_precision_rejects_a_buffer_passed_to_a_call() {
+    let src = "proc h(m: size, a: [f32][m] @ DRAM) {
+    a[0] = 1.0;
+}
+proc p(n: size, x: f32[n] @ DRAM) {
+    alloc t: f32[4] @ DRAM;
+    h(4, t);
+    x[0] = t[0];
+}";
+    let mut s = sched(src);
+    rejected(
+        s.set_precision(&s.find("alloc t").unwrap(), DType::F64),
+        "set_precision",
+        "passed to a call",
+    );
+}
+
+// ----- expand_dim -----
+
+#[test]
+fn expand_dim_indexes_every_use_including_windows_and_calls() {
+    let src = "proc h(m: size, a: [f32][m] @ DRAM, b: [f32][m] @ DRAM) {
+    for k in 0..m {
+        b[k] = a[k] * 2.0;
+    }
+}
+proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
+    for i in 0..n {
+        alloc t: f32[4] @ DRAM;
+        h(4, x[i, 0:4], t);
+        let w = t[1:4];
+        for k in 0..3 {
+            y[i, k] = w[k] + t[0];
+        }
+    }
+}";
+    let mut s = sched(src);
+    let a = s.find("alloc t").unwrap();
+    let (i, n) = (var_of(&s, "for i"), arg_of(&s, "n"));
+    // An index that is not in scope at the allocation.
+    let k = var_of(&s, "for k");
+    rejected(s.expand_dim(&a, &n, &k), "expand_dim", "not a quasi-affine");
+    rejected(
+        s.expand_dim(&a, &(&n - &n), &i),
+        "expand_dim",
+        "may not be positive",
+    );
+    s.expand_dim(&a, &n, &i).unwrap();
+    let t = text(&s);
+    assert!(t.contains("h(4, x[i, 0:4], t[i, 0:4]);"), "{t}");
+    assert!(t.contains("let w = t[i, 1:4];"), "{t}");
+    for n in [1, 3] {
+        same_results(&s, &[("n", n)]);
+    }
+}
+
+// ----- inline_call -----
+
+#[test]
+fn inline_call_substitutes_arguments_through_windows() {
+    let src = "proc h(m: size, a: [f32][m] @ DRAM, b: [f32][m] @ DRAM) {
+    assert m >= 2;
+    for k in 0..m {
+        if stride(b, 0) == 1 {
+            b[k] += a[k] * 2.0;
+        } else {
+            b[k] = a[k];
+        }
+    }
+    let v = a[1:m];
+    b[0] = v[0];
+}
+proc p(n: size, x: f32[n, 8] @ DRAM, y: f32[8, n] @ DRAM, z: f32[8] @ DRAM, u: f32[8] @ DRAM) {
+    for i in 0..n {
+        h(8, x[i, 0:8], y[0:8, i]);
+        h(6, x[i, 2:8], z[1:7]);
+    }
+    h(8, u, z);
+}";
+    let mut s = sched(src);
+    s.inline_call(&s.find("call h #2").unwrap()).unwrap();
+    s.inline_call(&s.find("call h #1").unwrap()).unwrap();
+    s.inline_call(&s.find("call h").unwrap()).unwrap();
+    let t = text(&s);
+    assert!(!t.contains("h("), "{t}");
+    assert!(t.contains("if stride(y, 0) == 1 {"), "{t}");
+    assert!(t.contains("y[k, i] += x[i, k] * 2.0;"), "{t}");
+    assert!(t.contains("z[1 + k_1] += x[i, 2 + k_1] * 2.0;"), "{t}");
+    assert!(t.contains("let v_1 = x[i, 2 + 1:2 + 6];"), "{t}");
+    assert!(t.contains("let v = x[i, 1:8];"), "{t}");
+    for n in [1, 4] {
+        same_results(&s, &[("n", n)]);
+    }
+}
+
+#[test]
+fn inline_call_rejects_instructions_and_config_hazards() {
+    let src = format!(
+        "{VEC}instr load8(dst: [f32][8] @ VEC, src: [f32][8] @ DRAM) \"{{dst_data}} = _mm256_loadu_ps(&{{src_data}});\" {{
+    for i in 0..8 {{
+        dst[i] = src[i];
+    }}
+}}
+proc p(n: size, x: f32[n, 8] @ DRAM) {{
+    alloc v: f32[8] @ VEC;
+    for i in 0..n {{
+        load8(v, x[i, 0:8]);
+    }}
+}}"
+    );
+    let mut s = sched(&src);
+    rejected(
+        s.inline_call(&s.find("call load8").unwrap()),
+        "inline_call",
+        "is an instruction",
+    );
+
+    let src = "config Cfg { k: index }
+proc h(m: index, x: f32[8] @ DRAM) {
+    Cfg.k = 0;
+    if m >= 0 and m < 8 {
+        x[m] = 1.0;
+    }
+}
+proc p(x: f32[8] @ DRAM) {
+    h(Cfg.k, x);
+}";
+    let mut s = sched(src);
+    rejected(
+        s.inline_call(&s.find("call h").unwrap()),
+        "inline_call",
+        "which 'h' writes",
+    );
+    let mut s = sched(SCALE);
+    rejected(
+        s.inline_call(&s.find("for i").unwrap()),
+        "inline_call",
+        "expected a call",
+    );
+}

@@ -17,6 +17,15 @@ use weft_ir::{Expr, Proc, StmtKind};
 use weft_sched::{find, Schedule, Tail};
 use weft_testkit::{random_proc_named, random_sizes};
 
+/// One JIT for the whole test, with a cache directory of its own.
+fn jit() -> &'static weft_jit::Jit {
+    static JIT: std::sync::OnceLock<weft_jit::Jit> = std::sync::OnceLock::new();
+    JIT.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sched-diff-cache");
+        weft_jit::Jit::with_cache_dir(&dir).expect("a JIT")
+    })
+}
+
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -177,7 +186,7 @@ fn loop_nest_schedules_preserve_results() {
     let cases = env_num("WEFT_SCHED_CASES", 250);
     let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x4e57);
-    let (mut accepted, mut rejected) = (0u64, 0u64);
+    let (mut accepted, mut rejected, mut native) = (0u64, 0u64, 0u64);
     for case in 0..cases {
         let orig = random_nest(&mut rng, case);
         let mut s = Schedule::new(orig.clone());
@@ -202,8 +211,33 @@ fn loop_nest_schedules_preserve_results() {
                 }
             }
         }
+        if case % 10 == 0 && s.steps().len() > 0 {
+            let program = weft::Program {
+                module: weft_ir::Module {
+                    procs: vec![s.proc().clone()],
+                    ..Default::default()
+                },
+                sources: weft_syntax::SourceMap::new(),
+                deps: vec![],
+            };
+            let sizes: HashMap<String, i64> = [("n".to_string(), 5), ("m".to_string(), 4)].into();
+            let opts = weft::run::RunOptions {
+                sizes,
+                seed: case,
+                reps: 1,
+            };
+            match weft::run::run_and_compare(&program, s.proc(), jit(), &opts) {
+                Ok(_) => native += 1,
+                Err(e) if e.to_string().contains("uninitialised") => {}
+                Err(e) => panic!(
+                    "nest {case}: compiled C differs: {e}\n{}",
+                    weft_ir::print::proc_to_string(s.proc())
+                ),
+            }
+        }
     }
-    eprintln!("{cases} nests: {accepted} steps accepted, {rejected} rejected");
+    eprintln!("{cases} nests: {accepted} steps accepted, {rejected} rejected, {native} compiled-C comparisons");
+    assert!(native > 0);
     assert!(accepted > cases / 2 && rejected > cases / 2);
 }
 
@@ -214,7 +248,7 @@ fn accepted_schedules_preserve_results() {
     let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
     let dram = weft_syntax::std_memory("DRAM").expect("prelude DRAM");
     let mut rng = StdRng::seed_from_u64(seed);
-    let (mut accepted, mut attempted, mut compared) = (0u64, 0u64, 0u64);
+    let (mut accepted, mut attempted, mut compared, mut native) = (0u64, 0u64, 0u64, 0u64);
     let mut by_primitive: std::collections::BTreeMap<String, u64> = Default::default();
     for case in 0..cases {
         let g = random_proc_named(&mut rng, &dram, &format!("p{case}"));
@@ -248,10 +282,45 @@ fn accepted_schedules_preserve_results() {
                 }
             }
         }
+        // Every 5th scheduled proc also goes through the C backend: compiled, run natively and
+        // compared with the interpreter bit for bit (which the steps above tied to the original).
+        if case % 5 == 0 && s.steps().len() > 0 {
+            let program = weft::Program {
+                module: weft_ir::Module {
+                    procs: g
+                        .helper_procs
+                        .iter()
+                        .cloned()
+                        .chain([s.proc().clone()])
+                        .collect(),
+                    ..Default::default()
+                },
+                sources: weft_syntax::SourceMap::new(),
+                deps: vec![],
+            };
+            for sizes in &size_sets[..2] {
+                let opts = weft::run::RunOptions {
+                    sizes: sizes.clone(),
+                    seed: case,
+                    reps: 1,
+                };
+                match weft::run::run_and_compare(&program, s.proc(), jit(), &opts) {
+                    Ok(_) => native += 1,
+                    // Outputs the proc never initialises are not comparable.
+                    Err(e) if e.to_string().contains("uninitialised") => {}
+                    Err(e) => panic!(
+                        "case {case}: compiled C of the scheduled proc differs: {e}\nsteps: {:?}\n{}",
+                        s.steps(),
+                        weft_ir::print::proc_to_string(s.proc())
+                    ),
+                }
+            }
+        }
     }
     eprintln!(
-        "{cases} procs: {attempted} steps attempted, {accepted} accepted, {compared} comparisons; accepted by primitive: {by_primitive:?}"
+        "{cases} procs: {attempted} steps attempted, {accepted} accepted, {compared} comparisons, {native} compiled-C comparisons; accepted by primitive: {by_primitive:?}"
     );
+    assert!(native > 0, "no scheduled proc was compared in C");
     assert!(
         accepted > cases,
         "too few accepted steps ({accepted}) for the test to mean anything"

@@ -211,7 +211,7 @@ fn loop_nest_schedules_preserve_results() {
                 }
             }
         }
-        if case % 10 == 0 && s.steps().len() > 0 {
+        if case % 10 == 0 && !s.steps().is_empty() {
             let program = weft::Program {
                 module: weft_ir::Module {
                     procs: vec![s.proc().clone()],
@@ -284,7 +284,7 @@ fn accepted_schedules_preserve_results() {
         }
         // Every 5th scheduled proc also goes through the C backend: compiled, run natively and
         // compared with the interpreter bit for bit (which the steps above tied to the original).
-        if case % 5 == 0 && s.steps().len() > 0 {
+        if case % 5 == 0 && !s.steps().is_empty() {
             let program = weft::Program {
                 module: weft_ir::Module {
                     procs: g

@@ -5,6 +5,7 @@
 //! - [`find`]: statements by pattern (`for i #1`, `C +=`, `alloc t`).
 //! - [`effects`]: the effect analysis of the Exo paper, decided by z3.
 //! - [`prims`]: one module per primitive, its condition stated in its doc comment.
+//! - [`rewrite`]: the structural rewriter that substitutions and primitives specialise.
 //! - [`Schedule`]: the Rust API — a proc, its versions, and cursors that survive rewrites.
 
 pub mod effects;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod find;
 pub mod path;
 pub mod prims;
+pub mod rewrite;
 mod schedule;
 pub mod script;
 pub mod simplify;

@@ -3,8 +3,9 @@
 //! is what a rewrite that duplicates code (unroll, tails, specialisation) needs so that symbols
 //! stay unique identities.
 
+use crate::rewrite::Rewriter;
 use std::collections::HashMap;
-use weft_ir::{BufType, Expr, ExprKind, Stmt, StmtKind, Sym, WinCoord};
+use weft_ir::{BufType, Expr, ExprKind, Stmt, Sym};
 
 #[derive(Clone, Default)]
 pub struct Subst {
@@ -41,70 +42,39 @@ impl Subst {
         self.vars.is_empty() && self.bufs.is_empty() && !self.fresh
     }
 
-    fn buf_name(&self, s: &Sym) -> Sym {
-        self.bufs.get(&s.id()).cloned().unwrap_or_else(|| s.clone())
-    }
-
     pub fn expr(&self, e: &Expr) -> Expr {
-        let kind = match &e.kind {
-            ExprKind::Var(s) => {
-                return match self.vars.get(&s.id()) {
-                    Some(r) => r.clone(),
-                    None => match self.bufs.get(&s.id()) {
-                        Some(t) => Expr::raw(ExprKind::Var(t.clone()), e.ty, e.span),
-                        None => e.clone(),
-                    },
-                }
-            }
-            ExprKind::Const(_) | ExprKind::ReadConfig { .. } => return e.clone(),
-            ExprKind::Read { buf, idx } => ExprKind::Read {
-                buf: self.buf_name(buf),
-                idx: idx.iter().map(|i| self.expr(i)).collect(),
-            },
-            ExprKind::Unary(op, a) => ExprKind::Unary(*op, self.expr(a)),
-            ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, self.expr(a), self.expr(b)),
-            ExprKind::Select(c, a, b) => ExprKind::Select(self.expr(c), self.expr(a), self.expr(b)),
-            ExprKind::Cast(t, a) => ExprKind::Cast(*t, self.expr(a)),
-            ExprKind::Math(f, args) => {
-                ExprKind::Math(*f, args.iter().map(|a| self.expr(a)).collect())
-            }
-            ExprKind::Window { buf, coords } => ExprKind::Window {
-                buf: self.buf_name(buf),
-                coords: coords
-                    .iter()
-                    .map(|c| match c {
-                        WinCoord::Point(p) => WinCoord::Point(self.expr(p)),
-                        WinCoord::Interval(lo, hi) => {
-                            WinCoord::Interval(self.expr(lo), self.expr(hi))
-                        }
-                    })
-                    .collect(),
-            },
-            ExprKind::Stride { buf, dim } => ExprKind::Stride {
-                buf: self.buf_name(buf),
-                dim: *dim,
-            },
-        };
-        Expr::raw(kind, e.ty, e.span)
+        Rewriter::expr(self, e)
     }
 
     pub fn buf_type(&self, t: &BufType) -> BufType {
-        BufType {
-            shape: t.shape.iter().map(|e| self.expr(e)).collect(),
-            ..t.clone()
-        }
+        Rewriter::buf_type(self, t)
     }
 
     /// Substitute in a block. Binders introduced by the block are renamed when freshening; the
     /// renaming is visible to the rest of the block.
     pub fn block(&self, b: &[Stmt]) -> Vec<Stmt> {
-        let mut sub = self.clone();
-        b.iter().map(|s| sub.stmt_in_block(s)).collect()
+        Rewriter::block(&mut self.clone(), b)
     }
 
     /// Substitute in one statement (its own binder, if any, is renamed when freshening).
     pub fn stmt(&self, s: &Stmt) -> Stmt {
-        self.clone().stmt_in_block(s)
+        Rewriter::stmt(&mut self.clone(), s)
+    }
+}
+
+impl Rewriter for Subst {
+    fn buf(&self, s: &Sym) -> Sym {
+        self.bufs.get(&s.id()).cloned().unwrap_or_else(|| s.clone())
+    }
+
+    fn var(&self, e: &Expr, s: &Sym) -> Expr {
+        match self.vars.get(&s.id()) {
+            Some(r) => r.clone(),
+            None => match self.bufs.get(&s.id()) {
+                Some(t) => Expr::raw(ExprKind::Var(t.clone()), e.ty, e.span),
+                None => e.clone(),
+            },
+        }
     }
 
     fn bind(&mut self, sym: &Sym) -> Sym {
@@ -119,66 +89,10 @@ impl Subst {
         }
     }
 
-    fn stmt_in_block(&mut self, s: &Stmt) -> Stmt {
-        let kind = match &s.kind {
-            StmtKind::Pass => StmtKind::Pass,
-            StmtKind::Assign { buf, idx, rhs } => StmtKind::Assign {
-                buf: self.buf_name(buf),
-                idx: idx.iter().map(|i| self.expr(i)).collect(),
-                rhs: self.expr(rhs),
-            },
-            StmtKind::Reduce { buf, idx, rhs } => StmtKind::Reduce {
-                buf: self.buf_name(buf),
-                idx: idx.iter().map(|i| self.expr(i)).collect(),
-                rhs: self.expr(rhs),
-            },
-            StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
-                config: config.clone(),
-                field: *field,
-                rhs: self.expr(rhs),
-            },
-            StmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => StmtKind::If {
-                cond: self.expr(cond),
-                then_body: self.block(then_body),
-                else_body: self.block(else_body),
-            },
-            StmtKind::For { var, lo, hi, body } => {
-                let (lo, hi) = (self.expr(lo), self.expr(hi));
-                let mut inner = self.clone();
-                let var = inner.bind(var);
-                StmtKind::For {
-                    var,
-                    lo,
-                    hi,
-                    body: inner.block(body),
-                }
-            }
-            StmtKind::Alloc { buf, ty } => {
-                let ty = self.buf_type(ty);
-                StmtKind::Alloc {
-                    buf: self.bind(buf),
-                    ty,
-                }
-            }
-            StmtKind::Free { buf } => StmtKind::Free {
-                buf: self.buf_name(buf),
-            },
-            StmtKind::Window { name, rhs } => {
-                let rhs = self.expr(rhs);
-                StmtKind::Window {
-                    name: self.bind(name),
-                    rhs,
-                }
-            }
-            StmtKind::Call { proc, args } => StmtKind::Call {
-                proc: proc.clone(),
-                args: args.iter().map(|a| self.expr(a)).collect(),
-            },
-        };
-        Stmt::new(kind, s.span)
+    fn scope<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = self.clone();
+        let out = f(self);
+        *self = saved;
+        out
     }
 }

@@ -2,60 +2,11 @@
 //! counterexample the user sees. Accepted rewrites are also run against the original on the
 //! reference interpreter.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use weft_interp::{random_args, run, ArgValue, ConfigState};
-use weft_ir::{Expr, Proc};
-use weft_sched::{SchedError, Schedule, Tail};
+mod common;
 
-fn proc_of(src: &str) -> Arc<Proc> {
-    let m = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", src)
-        .unwrap_or_else(|e| panic!("does not parse: {e:?}\n{src}"));
-    weft_check::check_module(&m).unwrap_or_else(|e| panic!("does not check: {e:?}"));
-    m.procs.last().unwrap().clone()
-}
-
-fn sched(src: &str) -> Schedule {
-    let mut s = Schedule::new(proc_of(src));
-    s.recheck = true;
-    s
-}
-
-/// The scheduled proc gives the original's results (exactly) at the given sizes.
-fn same_results(s: &Schedule, sizes: &[(&str, i64)]) {
-    let orig = s.version(0).unwrap();
-    let sizes: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    for seed in 0..3 {
-        let mut a = random_args(orig, &sizes, seed).unwrap();
-        let mut b = a.clone();
-        run(orig, &mut a, &mut ConfigState::default()).unwrap();
-        run(s.proc(), &mut b, &mut ConfigState::default()).unwrap();
-        for (x, y) in a.iter().zip(&b) {
-            if let (ArgValue::Buf(x), ArgValue::Buf(y)) = (x, y) {
-                assert_eq!(x.data, y.data, "results differ at {sizes:?}");
-            }
-        }
-    }
-}
-
-fn rejected(r: Result<weft_sched::Cursor, SchedError>, prim: &str, message: &str) -> SchedError {
-    let e = r.expect_err("the step must be rejected");
-    assert_eq!(e.primitive, prim, "{e}");
-    assert!(
-        e.message.contains(message),
-        "message '{}' lacks '{message}'",
-        e.message
-    );
-    e
-}
-
-fn cex(e: &SchedError, name: &str) -> i64 {
-    e.counterexample
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no value of {name} in {e}"))
-        .1
-}
+use common::{cex, rejected, rejected_at, same_results, sched, stack, var_of};
+use weft_ir::Expr;
+use weft_sched::{Schedule, Tail};
 
 const SGEMM: &str = "proc sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM) {
     for i in 0..M {
@@ -171,16 +122,19 @@ fn fission_rejects_a_broken_dependence_and_accepts_a_legal_one() {
 fn remove_loop_rejects_index_use_zero_trips_and_non_idempotence() {
     let uses =
         "proc p(n: size, x: f32[n] @ DRAM) {\n    for i in 0..n {\n        x[i] = 0.0;\n    }\n}";
-    rejected(
-        sched(uses).remove_loop(&sched(uses).find("i").unwrap()),
+    rejected_at(
+        uses,
+        "i",
+        Schedule::remove_loop,
         "remove_loop",
         "uses the loop index 'i'",
     );
 
     let zero = "proc p(n: size, m: index, x: f32[n] @ DRAM) {\n    for i in 0..m {\n        x[0] = 0.0;\n    }\n}";
-    let mut s = sched(zero);
-    let e = rejected(
-        s.remove_loop(&s.find("i").unwrap()),
+    let e = rejected_at(
+        zero,
+        "i",
+        Schedule::remove_loop,
         "remove_loop",
         "may run zero times",
     );
@@ -188,9 +142,10 @@ fn remove_loop_rejects_index_use_zero_trips_and_non_idempotence() {
 
     let reduce =
         "proc p(n: size, x: f32[n] @ DRAM) {\n    for i in 0..n {\n        x[0] += 1.0;\n    }\n}";
-    let mut s = sched(reduce);
-    rejected(
-        s.remove_loop(&s.find("i").unwrap()),
+    rejected_at(
+        reduce,
+        "i",
+        Schedule::remove_loop,
         "remove_loop",
         "not idempotent",
     );
@@ -280,17 +235,6 @@ fn cursors_follow_the_statement_through_rewrites() {
     assert!(weft_ir::print::stmt_to_string(s.stmt(&k).unwrap()).starts_with("for k in 0..K"));
     // The original version is unchanged.
     assert!(weft_ir::print::proc_to_string(s.version(0).unwrap()).contains("C[i, j] +="));
-}
-
-fn stack() -> Arc<weft_ir::Memory> {
-    weft_syntax::std_memory("DRAM_STACK").unwrap()
-}
-
-fn var_of(s: &Schedule, loop_pattern: &str) -> Expr {
-    match &s.stmt(&s.find(loop_pattern).unwrap()).unwrap().kind {
-        weft_ir::StmtKind::For { var, .. } => Expr::var(var, weft_ir::Ty::Int),
-        _ => panic!("not a loop"),
-    }
 }
 
 #[test]

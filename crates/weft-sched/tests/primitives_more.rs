@@ -3,89 +3,36 @@
 //! it must be, with results compared against the original on the reference interpreter, and
 //! rejected where it must be, with the message and counterexample the user sees.
 
-use std::collections::HashMap;
+mod common;
+
+use common::{cex, module_of, rejected, rejected_at, same_results, sched, stack, text, var_of};
 use std::sync::Arc;
-use weft_interp::{random_args, run, ArgValue, ConfigState};
-use weft_ir::{BinOp, DType, Expr, Proc, StmtKind, Sym, Ty};
-use weft_sched::{SchedError, Schedule};
-
-fn module_of(src: &str) -> weft_ir::Module {
-    let m = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", src)
-        .unwrap_or_else(|e| panic!("does not parse: {e:?}\n{src}"));
-    weft_check::check_module(&m).unwrap_or_else(|e| panic!("does not check: {e:?}"));
-    m
-}
-
-fn proc_of(src: &str) -> Arc<Proc> {
-    module_of(src).procs.last().unwrap().clone()
-}
-
-fn sched(src: &str) -> Schedule {
-    let mut s = Schedule::new(proc_of(src));
-    s.recheck = true;
-    s
-}
-
-/// The scheduled proc gives the original's results (exactly) at the given sizes.
-fn same_results(s: &Schedule, sizes: &[(&str, i64)]) {
-    let orig = s.version(0).unwrap();
-    let sizes: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    for seed in 0..3 {
-        let mut a = random_args(orig, &sizes, seed).unwrap();
-        let mut b = a.clone();
-        run(orig, &mut a, &mut ConfigState::default()).unwrap();
-        run(s.proc(), &mut b, &mut ConfigState::default()).unwrap();
-        for (x, y) in a.iter().zip(&b) {
-            if let (ArgValue::Buf(x), ArgValue::Buf(y)) = (x, y) {
-                assert_eq!(x.data, y.data, "results differ at {sizes:?}");
-            }
-        }
-    }
-}
-
-fn rejected(r: Result<weft_sched::Cursor, SchedError>, prim: &str, message: &str) -> SchedError {
-    let e = r.expect_err("the step must be rejected");
-    assert_eq!(e.primitive, prim, "{e}");
-    assert!(
-        e.message.contains(message),
-        "message '{}' lacks '{message}'",
-        e.message
-    );
-    e
-}
-
-fn cex(e: &SchedError, name: &str) -> i64 {
-    e.counterexample
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no value of {name} in {e}"))
-        .1
-}
-
-fn text(s: &Schedule) -> String {
-    weft_ir::print::proc_to_string(s.proc())
-}
-
-fn stack() -> Arc<weft_ir::Memory> {
-    weft_syntax::std_memory("DRAM_STACK").unwrap()
-}
+use weft_ir::{BinOp, DType, Expr, StmtKind, Sym, Ty};
+use weft_sched::Schedule;
 
 fn dram() -> Arc<weft_ir::Memory> {
     weft_syntax::std_memory("DRAM").unwrap()
-}
-
-/// The variable of the first loop matching `pattern`, as an expression.
-fn var_of(s: &Schedule, loop_pattern: &str) -> Expr {
-    match &s.stmt(&s.find(loop_pattern).unwrap()).unwrap().kind {
-        StmtKind::For { var, .. } => Expr::var(var, Ty::Int),
-        _ => panic!("not a loop"),
-    }
 }
 
 /// A control argument of the proc, as an expression.
 fn arg_of(s: &Schedule, name: &str) -> Expr {
     let a = s.proc().arg(name).unwrap();
     Expr::var(&a.sym, Ty::Int)
+}
+
+/// The scheduled proc's text contains each of `parts`.
+fn shows(s: &Schedule, parts: &[&str]) {
+    let t = text(s);
+    for part in parts {
+        assert!(t.contains(part), "no '{part}' in\n{t}");
+    }
+}
+
+/// The scheduled proc gives the original's results at each size `n`.
+fn same_for_n(s: &Schedule, ns: &[i64]) {
+    for &n in ns {
+        same_results(s, &[("n", n)]);
+    }
 }
 
 fn buf_sym(s: &Schedule, name: &str) -> Sym {
@@ -119,7 +66,7 @@ fn add_guard_wraps_a_proved_condition_and_rejects_an_unproved_one() {
 
     let c = s.add_guard(&w, &i.clone().lt(n)).unwrap();
     assert!(matches!(s.stmt(&c).unwrap().kind, StmtKind::If { .. }));
-    assert!(text(&s).contains("if i < n {"), "{}", text(&s));
+    shows(&s, &["if i < n {"]);
     // The cursor on the write now designates the `if`, with the write inside it.
     assert_eq!(s.resolve(&w), Some(c.path.clone()));
     let inner = s.body(&w, 0, 0).unwrap();
@@ -155,8 +102,7 @@ fn lift_if_moves_an_invariant_condition_out_and_rejects_a_dependent_one() {
     // The else branch's write is now in the else branch's loop.
     assert_eq!(s.resolve(&w).unwrap().to_string(), "[0/else.0/0]");
     s.lift_if(&s.find("for j").unwrap()).unwrap();
-    let t = text(&s);
-    assert!(t.contains("if m < 4 {\n        for j in 0..n {"), "{t}");
+    shows(&s, &["if m < 4 {\n        for j in 0..n {"]);
     for m in [1, 3, 5] {
         same_results(&s, &[("n", 4), ("m", m)]);
     }
@@ -168,15 +114,17 @@ fn lift_if_moves_an_invariant_condition_out_and_rejects_a_dependent_one() {
         }
     }
 }";
-    let mut s = sched(dep);
-    rejected(
-        s.lift_if(&s.find("for i").unwrap()),
+    rejected_at(
+        dep,
+        "for i",
+        Schedule::lift_if,
         "lift_if",
         "depends on the loop index 'i'",
     );
-    let mut s = sched(SCALE);
-    rejected(
-        s.lift_if(&s.find("for i").unwrap()),
+    rejected_at(
+        SCALE,
+        "for i",
+        Schedule::lift_if,
         "lift_if",
         "is not an 'if'",
     );
@@ -193,9 +141,10 @@ proc p(n: size, x: f32[n] @ DRAM) {
         }
     }
 }";
-    let mut s = sched(src);
-    rejected(
-        s.lift_if(&s.find("for i").unwrap()),
+    rejected_at(
+        src,
+        "for i",
+        Schedule::lift_if,
         "lift_if",
         "the loop body writes it",
     );
@@ -238,9 +187,7 @@ fn specialize_duplicates_a_loop_with_fresh_binders() {
     let (v2, t2) = bound(&else_body[0]);
     assert_ne!(v1, v2);
     assert_ne!(t1, t2);
-    for n in [1, 2, 3, 6] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 2, 3, 6]);
 
     let mut s = sched(src);
     rejected(
@@ -342,10 +289,14 @@ fn bind_expr_binds_every_occurrence_and_rejects_an_absent_expression() {
     );
     let c = s.bind_expr(&w, &pat, "e", stack()).unwrap();
     assert_eq!(c, s.resolve(&w).map(|p| s.cursor(p)).unwrap());
-    let t = text(&s);
-    assert!(t.contains("alloc e: f32 @ DRAM_STACK;"), "{t}");
-    assert!(t.contains("e = x[i] * 2.0;"), "{t}");
-    assert!(t.contains("y[i] += e + e * x[i];"), "{t}");
+    shows(
+        &s,
+        &[
+            "alloc e: f32 @ DRAM_STACK;",
+            "e = x[i] * 2.0;",
+            "y[i] += e + e * x[i];",
+        ],
+    );
     same_results(&s, &[("n", 5)]);
 }
 
@@ -376,10 +327,13 @@ fn lift_alloc_lifts_a_scratch_buffer_that_every_iteration_writes_first() {
     assert_eq!(s.resolve(&red).unwrap().to_string(), "[1/2/0]");
     let t = text(&s);
     assert!(t.starts_with("proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {\n    alloc t: f32[4] @ DRAM_STACK;\n    for i in 0..n {"), "{t}");
-    assert!(t.contains("    }\n    free t;\n}"), "{t}");
-    for n in [1, 3, 6] {
-        same_results(&s, &[("n", n)]);
-    }
+    shows(&s, &["    }\n    free t;\n}"]);
+    same_for_n(&s, &[1, 3, 6]);
+}
+
+/// `lift_alloc` of `alloc t` in `src` is rejected with a message containing `message`.
+fn lift_alloc_rejected(src: &str, message: &str) -> weft_sched::SchedError {
+    rejected_at(src, "alloc t", Schedule::lift_alloc, "lift_alloc", message)
 }
 
 #[test]
@@ -391,12 +345,7 @@ fn lift_alloc_rejects_a_size_that_depends_on_the_index() {
         x[i] = t[i] * 2.0;
     }
 }";
-    let mut s = sched(src);
-    let e = rejected(
-        s.lift_alloc(&s.find("alloc t").unwrap()),
-        "lift_alloc",
-        "depends on the loop index 'i'",
-    );
+    let e = lift_alloc_rejected(src, "depends on the loop index 'i'");
     assert!(e.message.contains("the size i + 1 of 't'"), "{e}");
 }
 
@@ -410,12 +359,7 @@ fn lift_alloc_rejects_a_read_of_a_value_from_an_earlier_iteration() {
         y[i] = t[0];
     }
 }";
-    let mut s = sched(src);
-    let e = rejected(
-        s.lift_alloc(&s.find("alloc t").unwrap()),
-        "lift_alloc",
-        "that an earlier iteration wrote",
-    );
+    let e = lift_alloc_rejected(src, "that an earlier iteration wrote");
     assert_eq!(cex(&e, "i'"), 0, "{e}");
     assert!(cex(&e, "i") > 0, "{e}");
     assert_eq!(e.stmts.len(), 2);
@@ -431,12 +375,7 @@ fn lift_alloc_rejects_a_read_of_a_value_from_an_earlier_iteration() {
         y[i] = t[0];
     }
 }";
-    let mut s = sched(src);
-    let e = rejected(
-        s.lift_alloc(&s.find("alloc t").unwrap()),
-        "lift_alloc",
-        "that an earlier iteration wrote",
-    );
+    let e = lift_alloc_rejected(src, "that an earlier iteration wrote");
     assert!(
         cex(&e, "i'") < cex(&e, "i") && cex(&e, "i'") % 2 == 0,
         "{e}"
@@ -448,12 +387,7 @@ fn lift_alloc_rejects_a_read_of_a_value_from_an_earlier_iteration() {
     t[0] = 1.0;
     x[0] = t[0];
 }";
-    let mut s = sched(src);
-    rejected(
-        s.lift_alloc(&s.find("alloc t").unwrap()),
-        "lift_alloc",
-        "not directly in a loop body",
-    );
+    lift_alloc_rejected(src, "not directly in a loop body");
 }
 
 #[test]
@@ -469,15 +403,17 @@ fn lift_alloc_accepts_reads_of_cells_no_earlier_iteration_writes() {
     );
     assert_eq!(cex(&e, "i"), cex(&e, "n") - 1, "{e}");
     s.expand_dim(&a, &n, &i).unwrap();
-    let t = text(&s);
-    assert!(t.contains("alloc t: f32[n, 4] @ DRAM_STACK;"), "{t}");
-    assert!(t.contains("t[i, j] = x[i, j] * 2.0;"), "{t}");
-    assert!(t.contains("y[i, k] += t[i, k] + t[i, 3 - k];"), "{t}");
+    shows(
+        &s,
+        &[
+            "alloc t: f32[n, 4] @ DRAM_STACK;",
+            "t[i, j] = x[i, j] * 2.0;",
+            "y[i, k] += t[i, k] + t[i, 3 - k];",
+        ],
+    );
     same_results(&s, &[("n", 3)]);
     s.lift_alloc(&a).unwrap();
-    for n in [1, 4] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 4]);
 }
 
 // ----- set_memory -----
@@ -497,7 +433,7 @@ fn set_memory_moves_an_allocation_and_keeps_the_memory_rules() {
     let mut s = sched(SCRATCH);
     let a = s.find("alloc t").unwrap();
     s.set_memory(&a, dram()).unwrap();
-    assert!(text(&s).contains("alloc t: f32[4] @ DRAM;"), "{}", text(&s));
+    shows(&s, &["alloc t: f32[4] @ DRAM;"]);
     same_results(&s, &[("n", 3)]);
 
     let vec = module_of(VEC).memory("VEC").unwrap().clone();
@@ -512,9 +448,10 @@ fn set_memory_moves_an_allocation_and_keeps_the_memory_rules() {
     t[0] = 1.0;
     x[0] = t[0];
 }";
-    let mut s = sched(src8);
-    rejected(
-        s.set_memory(&s.find("alloc t").unwrap(), vec),
+    rejected_at(
+        src8,
+        "alloc t",
+        |s, c| s.set_memory(c, vec),
         "set_memory",
         "is not addressable",
     );
@@ -535,11 +472,15 @@ fn set_precision_casts_at_every_use() {
     let mut s = sched(src);
     let a = s.find("alloc acc").unwrap();
     s.set_precision(&a, DType::I64).unwrap();
-    let t = text(&s);
-    assert!(t.contains("alloc acc: i64[n] @ DRAM;"), "{t}");
-    assert!(t.contains("acc[i] = i64(x[i] * 3);"), "{t}");
-    assert!(t.contains("acc[i] += i64(x[i] * x[i]);"), "{t}");
-    assert!(t.contains("y[i] = i32(acc[i]) - 1;"), "{t}");
+    shows(
+        &s,
+        &[
+            "alloc acc: i64[n] @ DRAM;",
+            "acc[i] = i64(x[i] * 3);",
+            "acc[i] += i64(x[i] * x[i]);",
+            "y[i] = i32(acc[i]) - 1;",
+        ],
+    );
     // Integer arithmetic wraps, so widening and narrowing back gives the same bits.
     same_results(&s, &[("n", 6)]);
     rejected(
@@ -559,9 +500,10 @@ proc p(n: size, x: f32[n] @ DRAM) {
     h(4, t);
     x[0] = t[0];
 }";
-    let mut s = sched(src);
-    rejected(
-        s.set_precision(&s.find("alloc t").unwrap(), DType::F64),
+    rejected_at(
+        src,
+        "alloc t",
+        |s, c| s.set_precision(c, DType::F64),
         "set_precision",
         "passed to a call",
     );
@@ -598,12 +540,8 @@ proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
         "may not be positive",
     );
     s.expand_dim(&a, &n, &i).unwrap();
-    let t = text(&s);
-    assert!(t.contains("h(4, x[i, 0:4], t[i, 0:4]);"), "{t}");
-    assert!(t.contains("let w = t[i, 1:4];"), "{t}");
-    for n in [1, 3] {
-        same_results(&s, &[("n", n)]);
-    }
+    shows(&s, &["h(4, x[i, 0:4], t[i, 0:4]);", "let w = t[i, 1:4];"]);
+    same_for_n(&s, &[1, 3]);
 }
 
 // ----- inline_call -----
@@ -635,14 +573,17 @@ proc p(n: size, x: f32[n, 8] @ DRAM, y: f32[8, n] @ DRAM, z: f32[8] @ DRAM, u: f
     s.inline_call(&s.find("call h").unwrap()).unwrap();
     let t = text(&s);
     assert!(!t.contains("h("), "{t}");
-    assert!(t.contains("if stride(y, 0) == 1 {"), "{t}");
-    assert!(t.contains("y[k, i] += x[i, k] * 2.0;"), "{t}");
-    assert!(t.contains("z[1 + k_1] += x[i, 2 + k_1] * 2.0;"), "{t}");
-    assert!(t.contains("let v_1 = x[i, 2 + 1:2 + 6];"), "{t}");
-    assert!(t.contains("let v = x[i, 1:8];"), "{t}");
-    for n in [1, 4] {
-        same_results(&s, &[("n", n)]);
-    }
+    shows(
+        &s,
+        &[
+            "if stride(y, 0) == 1 {",
+            "y[k, i] += x[i, k] * 2.0;",
+            "z[1 + k_1] += x[i, 2 + k_1] * 2.0;",
+            "let v_1 = x[i, 2 + 1:2 + 6];",
+            "let v = x[i, 1:8];",
+        ],
+    );
+    same_for_n(&s, &[1, 4]);
 }
 
 #[test]
@@ -660,9 +601,10 @@ proc p(n: size, x: f32[n, 8] @ DRAM) {{
     }}
 }}"
     );
-    let mut s = sched(&src);
-    rejected(
-        s.inline_call(&s.find("call load8").unwrap()),
+    rejected_at(
+        &src,
+        "call load8",
+        Schedule::inline_call,
         "inline_call",
         "is an instruction",
     );
@@ -677,15 +619,17 @@ proc h(m: index, x: f32[8] @ DRAM) {
 proc p(x: f32[8] @ DRAM) {
     h(Cfg.k, x);
 }";
-    let mut s = sched(src);
-    rejected(
-        s.inline_call(&s.find("call h").unwrap()),
+    rejected_at(
+        src,
+        "call h",
+        Schedule::inline_call,
         "inline_call",
         "which 'h' writes",
     );
-    let mut s = sched(SCALE);
-    rejected(
-        s.inline_call(&s.find("for i").unwrap()),
+    rejected_at(
+        SCALE,
+        "for i",
+        Schedule::inline_call,
         "inline_call",
         "expected a call",
     );

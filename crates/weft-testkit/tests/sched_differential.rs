@@ -26,6 +26,35 @@ fn jit() -> &'static weft_jit::Jit {
     })
 }
 
+/// Compile `proc` (with the procs it calls) to C, run it natively and in the interpreter, and
+/// compare bit for bit: `Ok(true)` when they match, `Ok(false)` when the proc leaves an output
+/// uninitialised (not comparable).
+fn compiled_matches(
+    helpers: &[Arc<Proc>],
+    proc: &Arc<Proc>,
+    sizes: &HashMap<String, i64>,
+    seed: u64,
+) -> Result<bool, String> {
+    let program = weft::Program {
+        module: weft_ir::Module {
+            procs: helpers.iter().cloned().chain([proc.clone()]).collect(),
+            ..Default::default()
+        },
+        sources: weft_syntax::SourceMap::new(),
+        deps: vec![],
+    };
+    let opts = weft::run::RunOptions {
+        sizes: sizes.clone(),
+        seed,
+        reps: 1,
+    };
+    match weft::run::run_and_compare(&program, proc, jit(), &opts) {
+        Ok(_) => Ok(true),
+        Err(e) if e.to_string().contains("uninitialised") => Ok(false),
+        Err(e) => Err(format!("compiled C differs from the interpreter: {e}")),
+    }
+}
+
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -212,28 +241,14 @@ fn loop_nest_schedules_preserve_results() {
             }
         }
         if case % 10 == 0 && !s.steps().is_empty() {
-            let program = weft::Program {
-                module: weft_ir::Module {
-                    procs: vec![s.proc().clone()],
-                    ..Default::default()
-                },
-                sources: weft_syntax::SourceMap::new(),
-                deps: vec![],
-            };
             let sizes: HashMap<String, i64> = [("n".to_string(), 5), ("m".to_string(), 4)].into();
-            let opts = weft::run::RunOptions {
-                sizes,
-                seed: case,
-                reps: 1,
-            };
-            match weft::run::run_and_compare(&program, s.proc(), jit(), &opts) {
-                Ok(_) => native += 1,
-                Err(e) if e.to_string().contains("uninitialised") => {}
-                Err(e) => panic!(
-                    "nest {case}: compiled C differs: {e}\n{}",
+            if let Err(e) = compiled_matches(&[], s.proc(), &sizes, case) {
+                panic!(
+                    "nest {case}: {e}\n{}",
                     weft_ir::print::proc_to_string(s.proc())
-                ),
+                );
             }
+            native += 1;
         }
     }
     eprintln!("{cases} nests: {accepted} steps accepted, {rejected} rejected, {native} compiled-C comparisons");
@@ -285,31 +300,11 @@ fn accepted_schedules_preserve_results() {
         // Every 5th scheduled proc also goes through the C backend: compiled, run natively and
         // compared with the interpreter bit for bit (which the steps above tied to the original).
         if case % 5 == 0 && !s.steps().is_empty() {
-            let program = weft::Program {
-                module: weft_ir::Module {
-                    procs: g
-                        .helper_procs
-                        .iter()
-                        .cloned()
-                        .chain([s.proc().clone()])
-                        .collect(),
-                    ..Default::default()
-                },
-                sources: weft_syntax::SourceMap::new(),
-                deps: vec![],
-            };
             for sizes in &size_sets[..2] {
-                let opts = weft::run::RunOptions {
-                    sizes: sizes.clone(),
-                    seed: case,
-                    reps: 1,
-                };
-                match weft::run::run_and_compare(&program, s.proc(), jit(), &opts) {
-                    Ok(_) => native += 1,
-                    // Outputs the proc never initialises are not comparable.
-                    Err(e) if e.to_string().contains("uninitialised") => {}
+                match compiled_matches(&g.helper_procs, s.proc(), sizes, case) {
+                    Ok(compared) => native += compared as u64,
                     Err(e) => panic!(
-                        "case {case}: compiled C of the scheduled proc differs: {e}\nsteps: {:?}\n{}",
+                        "case {case}: {e}\nsteps: {:?}\n{}",
                         s.steps(),
                         weft_ir::print::proc_to_string(s.proc())
                     ),

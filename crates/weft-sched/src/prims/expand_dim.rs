@@ -26,6 +26,7 @@ use super::{describe, require, term_at, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
+use crate::rewrite::Rewriter;
 use weft_check::smt::Term;
 use weft_ir::{BufType, Expr, ExprKind, Stmt, StmtKind, Sym, WinCoord};
 
@@ -132,7 +133,7 @@ pub fn expand_dim(
         },
         site.stmt.span,
     );
-    let ex = Expander {
+    let mut ex = Expander {
         t: &t,
         index,
         shape: &site.ty.shape,
@@ -152,126 +153,42 @@ struct Expander<'a> {
     shape: &'a [Expr],
 }
 
-impl Expander<'_> {
-    fn idx(&self, idx: &[Expr]) -> Vec<Expr> {
-        let mut out = vec![self.index.clone()];
-        out.extend(idx.iter().map(|i| self.expr(i)));
-        out
+impl Rewriter for Expander<'_> {
+    fn skip(&self, e: &Expr) -> bool {
+        !mentions(e, self.t)
     }
 
-    fn expr(&self, e: &Expr) -> Expr {
-        if !mentions(e, self.t) {
-            return e.clone();
+    fn access(&self, buf: &Sym, idx: Vec<Expr>) -> (Sym, Vec<Expr>) {
+        if buf != self.t {
+            return (buf.clone(), idx);
         }
-        let r = |x: &Expr| self.expr(x);
-        let coord = |c: &WinCoord| match c {
-            WinCoord::Point(x) => WinCoord::Point(r(x)),
-            WinCoord::Interval(x, y) => WinCoord::Interval(r(x), r(y)),
-        };
-        let kind = match &e.kind {
-            ExprKind::Read { buf, idx } if buf == self.t => ExprKind::Read {
-                buf: buf.clone(),
-                idx: self.idx(idx),
-            },
-            ExprKind::Read { buf, idx } => ExprKind::Read {
-                buf: buf.clone(),
-                idx: idx.iter().map(r).collect(),
-            },
-            ExprKind::Stride { buf, dim } if buf == self.t => ExprKind::Stride {
-                buf: buf.clone(),
-                dim: dim + 1,
-            },
-            ExprKind::Window { buf, coords } if buf == self.t => {
-                let mut cs = vec![WinCoord::Point(self.index.clone())];
-                if coords.is_empty() {
-                    cs.extend(
-                        self.shape
-                            .iter()
-                            .map(|n| WinCoord::Interval(Expr::int(0), n.clone())),
-                    );
-                } else {
-                    cs.extend(coords.iter().map(coord));
-                }
-                ExprKind::Window {
-                    buf: buf.clone(),
-                    coords: cs,
-                }
-            }
-            ExprKind::Window { buf, coords } => ExprKind::Window {
-                buf: buf.clone(),
-                coords: coords.iter().map(coord).collect(),
-            },
-            ExprKind::Unary(op, a) => ExprKind::Unary(*op, r(a)),
-            ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, r(a), r(b)),
-            ExprKind::Select(c, a, b) => ExprKind::Select(r(c), r(a), r(b)),
-            ExprKind::Cast(d, a) => ExprKind::Cast(*d, r(a)),
-            ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(r).collect()),
-            _ => return e.clone(),
-        };
-        Expr::raw(kind, e.ty, e.span)
+        let mut out = vec![self.index.clone()];
+        out.extend(idx);
+        (buf.clone(), out)
     }
 
-    fn block(&self, b: &[Stmt]) -> Vec<Stmt> {
-        b.iter().map(|s| self.stmt(s)).collect()
+    fn window(&self, buf: &Sym, coords: Vec<WinCoord>) -> (Sym, Vec<WinCoord>) {
+        if buf != self.t {
+            return (buf.clone(), coords);
+        }
+        let mut cs = vec![WinCoord::Point(self.index.clone())];
+        if coords.is_empty() {
+            cs.extend(
+                self.shape
+                    .iter()
+                    .map(|n| WinCoord::Interval(Expr::int(0), n.clone())),
+            );
+        } else {
+            cs.extend(coords);
+        }
+        (buf.clone(), cs)
     }
 
-    fn stmt(&self, s: &Stmt) -> Stmt {
-        let kind = match &s.kind {
-            StmtKind::Assign { buf, idx, rhs } => StmtKind::Assign {
-                buf: buf.clone(),
-                idx: if buf == self.t {
-                    self.idx(idx)
-                } else {
-                    idx.iter().map(|i| self.expr(i)).collect()
-                },
-                rhs: self.expr(rhs),
-            },
-            StmtKind::Reduce { buf, idx, rhs } => StmtKind::Reduce {
-                buf: buf.clone(),
-                idx: if buf == self.t {
-                    self.idx(idx)
-                } else {
-                    idx.iter().map(|i| self.expr(i)).collect()
-                },
-                rhs: self.expr(rhs),
-            },
-            StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
-                config: config.clone(),
-                field: *field,
-                rhs: self.expr(rhs),
-            },
-            StmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => StmtKind::If {
-                cond: self.expr(cond),
-                then_body: self.block(then_body),
-                else_body: self.block(else_body),
-            },
-            StmtKind::For { var, lo, hi, body } => StmtKind::For {
-                var: var.clone(),
-                lo: self.expr(lo),
-                hi: self.expr(hi),
-                body: self.block(body),
-            },
-            StmtKind::Alloc { buf, ty } => StmtKind::Alloc {
-                buf: buf.clone(),
-                ty: BufType {
-                    shape: ty.shape.iter().map(|e| self.expr(e)).collect(),
-                    ..ty.clone()
-                },
-            },
-            StmtKind::Window { name, rhs } => StmtKind::Window {
-                name: name.clone(),
-                rhs: self.expr(rhs),
-            },
-            StmtKind::Call { proc, args } => StmtKind::Call {
-                proc: proc.clone(),
-                args: args.iter().map(|a| self.expr(a)).collect(),
-            },
-            StmtKind::Pass | StmtKind::Free { .. } => return s.clone(),
-        };
-        Stmt::new(kind, s.span)
+    fn stride(&self, buf: &Sym, dim: usize) -> (Sym, usize) {
+        if buf == self.t {
+            (buf.clone(), dim + 1)
+        } else {
+            (buf.clone(), dim)
+        }
     }
 }

@@ -29,9 +29,10 @@ use super::{describe, stmt_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
+use crate::rewrite::Rewriter;
 use crate::subst::Subst;
 use std::collections::{HashMap, HashSet};
-use weft_ir::{ArgKind, BinOp, BufType, Expr, ExprKind, Stmt, StmtKind, Sym, WinCoord};
+use weft_ir::{ArgKind, BinOp, Expr, ExprKind, Stmt, StmtKind, Sym, WinCoord};
 
 const PRIM: &str = "inline_call";
 
@@ -111,7 +112,7 @@ pub fn inline_call(_a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Re
         }
     }
     let body = sub.block(&callee.body);
-    let tr = Translate { views: &views };
+    let mut tr = Translate { views: &views };
     let new: Vec<Stmt> = body.iter().map(|x| tr.stmt(x)).collect();
     let count = new.len();
     Ok(Rewrite {
@@ -133,7 +134,7 @@ fn plus(lo: &Expr, i: Expr) -> Expr {
     }
 }
 
-impl Translate<'_> {
+impl Rewriter for Translate<'_> {
     /// The buffer and indices of `buf[idx]` in the caller.
     fn access(&self, buf: &Sym, idx: Vec<Expr>) -> (Sym, Vec<Expr>) {
         let Some((b, coords)) = self.views.get(&buf.id()) else {
@@ -192,98 +193,5 @@ impl Translate<'_> {
             .nth(dim)
             .map_or(dim, |(d, _)| d);
         (b.clone(), d)
-    }
-
-    fn expr(&self, e: &Expr) -> Expr {
-        let r = |x: &Expr| self.expr(x);
-        let coord = |c: &WinCoord| match c {
-            WinCoord::Point(x) => WinCoord::Point(r(x)),
-            WinCoord::Interval(x, y) => WinCoord::Interval(r(x), r(y)),
-        };
-        let kind = match &e.kind {
-            ExprKind::Read { buf, idx } => {
-                let (buf, idx) = self.access(buf, idx.iter().map(r).collect());
-                ExprKind::Read { buf, idx }
-            }
-            ExprKind::Window { buf, coords } => {
-                let (buf, coords) = self.window(buf, coords.iter().map(coord).collect());
-                ExprKind::Window { buf, coords }
-            }
-            ExprKind::Stride { buf, dim } => {
-                let (buf, dim) = self.stride(buf, *dim);
-                ExprKind::Stride { buf, dim }
-            }
-            ExprKind::Unary(op, a) => ExprKind::Unary(*op, r(a)),
-            ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, r(a), r(b)),
-            ExprKind::Select(c, a, b) => ExprKind::Select(r(c), r(a), r(b)),
-            ExprKind::Cast(d, a) => ExprKind::Cast(*d, r(a)),
-            ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(r).collect()),
-            _ => return e.clone(),
-        };
-        Expr::raw(kind, e.ty, e.span)
-    }
-
-    fn block(&self, b: &[Stmt]) -> Vec<Stmt> {
-        b.iter().map(|s| self.stmt(s)).collect()
-    }
-
-    fn stmt(&self, s: &Stmt) -> Stmt {
-        let re = |x: &Expr| self.expr(x);
-        let kind = match &s.kind {
-            StmtKind::Pass => StmtKind::Pass,
-            StmtKind::Assign { buf, idx, rhs } => {
-                let (buf, idx) = self.access(buf, idx.iter().map(re).collect());
-                StmtKind::Assign {
-                    buf,
-                    idx,
-                    rhs: re(rhs),
-                }
-            }
-            StmtKind::Reduce { buf, idx, rhs } => {
-                let (buf, idx) = self.access(buf, idx.iter().map(re).collect());
-                StmtKind::Reduce {
-                    buf,
-                    idx,
-                    rhs: re(rhs),
-                }
-            }
-            StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
-                config: config.clone(),
-                field: *field,
-                rhs: re(rhs),
-            },
-            StmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => StmtKind::If {
-                cond: re(cond),
-                then_body: self.block(then_body),
-                else_body: self.block(else_body),
-            },
-            StmtKind::For { var, lo, hi, body } => StmtKind::For {
-                var: var.clone(),
-                lo: re(lo),
-                hi: re(hi),
-                body: self.block(body),
-            },
-            StmtKind::Alloc { buf, ty } => StmtKind::Alloc {
-                buf: buf.clone(),
-                ty: BufType {
-                    shape: ty.shape.iter().map(re).collect(),
-                    ..ty.clone()
-                },
-            },
-            StmtKind::Free { buf } => StmtKind::Free { buf: buf.clone() },
-            StmtKind::Window { name, rhs } => StmtKind::Window {
-                name: name.clone(),
-                rhs: re(rhs),
-            },
-            StmtKind::Call { proc, args } => StmtKind::Call {
-                proc: proc.clone(),
-                args: args.iter().map(re).collect(),
-            },
-        };
-        Stmt::new(kind, s.span)
     }
 }

@@ -23,7 +23,8 @@ use super::{describe, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
-use weft_ir::{BufType, DType, Expr, ExprKind, Stmt, StmtKind, Sym, Ty, WinCoord};
+use crate::rewrite::Rewriter;
+use weft_ir::{BufType, DType, Expr, ExprKind, Stmt, StmtKind, Sym, Ty};
 
 const PRIM: &str = "set_precision";
 
@@ -78,7 +79,8 @@ pub fn set_precision(
         site.stmt.span,
     );
     let mut new = vec![new_alloc];
-    new.extend(rest.iter().map(|s| retype_stmt(s, t, from, to)));
+    let mut retype = Retype { t, from, to };
+    new.extend(rest.iter().map(|s| retype.stmt(s)));
     let n = new.len();
     Ok(Rewrite {
         proc: path::replace_range(p, at, n, new),
@@ -86,87 +88,39 @@ pub fn set_precision(
     })
 }
 
-fn retype_expr(e: &Expr, t: &Sym, from: DType, to: DType) -> Expr {
-    if !mentions(e, t) {
-        return e.clone();
-    }
-    let r = |x: &Expr| retype_expr(x, t, from, to);
-    let kind = match &e.kind {
-        ExprKind::Read { buf, idx } if buf == t => {
-            let read = Expr::raw(
-                ExprKind::Read {
-                    buf: buf.clone(),
-                    idx: idx.clone(),
-                },
-                Ty::Data(to),
-                e.span,
-            );
-            return Expr::raw(ExprKind::Cast(from, read), Ty::Data(from), e.span);
-        }
-        ExprKind::Read { buf, idx } => ExprKind::Read {
-            buf: buf.clone(),
-            idx: idx.iter().map(r).collect(),
-        },
-        ExprKind::Unary(op, a) => ExprKind::Unary(*op, r(a)),
-        ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, r(a), r(b)),
-        ExprKind::Select(c, a, b) => ExprKind::Select(r(c), r(a), r(b)),
-        ExprKind::Cast(d, a) => ExprKind::Cast(*d, r(a)),
-        ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(r).collect()),
-        ExprKind::Window { buf, coords } => ExprKind::Window {
-            buf: buf.clone(),
-            coords: coords
-                .iter()
-                .map(|c| match c {
-                    WinCoord::Point(x) => WinCoord::Point(r(x)),
-                    WinCoord::Interval(x, y) => WinCoord::Interval(r(x), r(y)),
-                })
-                .collect(),
-        },
-        _ => return e.clone(),
-    };
-    Expr::raw(kind, e.ty, e.span)
+/// Reads of `t` cast back from `to` to `from`, and values stored into `t` cast to `to`.
+struct Retype<'a> {
+    t: &'a Sym,
+    from: DType,
+    to: DType,
 }
 
-fn retype_stmt(s: &Stmt, t: &Sym, from: DType, to: DType) -> Stmt {
-    let re = |x: &Expr| retype_expr(x, t, from, to);
-    let rb = |b: &[Stmt]| {
-        b.iter()
-            .map(|x| retype_stmt(x, t, from, to))
-            .collect::<Vec<_>>()
-    };
-    let cast_in = |x: Expr| Expr::raw(ExprKind::Cast(to, x), Ty::Data(to), s.span);
-    let kind = match &s.kind {
-        StmtKind::Assign { buf, idx, rhs } => StmtKind::Assign {
-            buf: buf.clone(),
-            idx: idx.clone(),
-            rhs: if buf == t { cast_in(re(rhs)) } else { re(rhs) },
-        },
-        StmtKind::Reduce { buf, idx, rhs } => StmtKind::Reduce {
-            buf: buf.clone(),
-            idx: idx.clone(),
-            rhs: if buf == t { cast_in(re(rhs)) } else { re(rhs) },
-        },
-        StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
-            config: config.clone(),
-            field: *field,
-            rhs: re(rhs),
-        },
-        StmtKind::If {
-            cond,
-            then_body,
-            else_body,
-        } => StmtKind::If {
-            cond: cond.clone(),
-            then_body: rb(then_body),
-            else_body: rb(else_body),
-        },
-        StmtKind::For { var, lo, hi, body } => StmtKind::For {
-            var: var.clone(),
-            lo: lo.clone(),
-            hi: hi.clone(),
-            body: rb(body),
-        },
-        _ => return s.clone(),
-    };
-    Stmt::new(kind, s.span)
+impl Rewriter for Retype<'_> {
+    fn skip(&self, e: &Expr) -> bool {
+        !mentions(e, self.t)
+    }
+
+    fn read(&self, e: &Expr, buf: &Sym, idx: &[Expr]) -> Expr {
+        if buf != self.t {
+            let (buf, idx) = (buf.clone(), self.exprs(idx));
+            return Expr::raw(ExprKind::Read { buf, idx }, e.ty, e.span);
+        }
+        let read = Expr::raw(
+            ExprKind::Read {
+                buf: buf.clone(),
+                idx: idx.to_vec(),
+            },
+            Ty::Data(self.to),
+            e.span,
+        );
+        Expr::raw(ExprKind::Cast(self.from, read), Ty::Data(self.from), e.span)
+    }
+
+    fn stored(&self, s: &Stmt, buf: &Sym, rhs: Expr) -> Expr {
+        if buf == self.t {
+            Expr::raw(ExprKind::Cast(self.to, rhs), Ty::Data(self.to), s.span)
+        } else {
+            rhs
+        }
+    }
 }

@@ -26,9 +26,10 @@ use super::{describe, for_stmt, ivar, require, stmt_at, term_at, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
+use crate::rewrite::Rewriter;
 use std::sync::Arc;
 use weft_check::smt::Term;
-use weft_ir::{BinOp, BufType, Expr, ExprKind, Memory, Proc, Stmt, StmtKind, Sym, WinCoord};
+use weft_ir::{BinOp, BufType, Expr, ExprKind, Memory, Proc, Stmt, StmtKind, Sym};
 
 const PRIM: &str = "stage_mem";
 
@@ -167,10 +168,12 @@ pub fn stage_mem(
             })
             .collect()
     };
-    let new_block: Vec<Stmt> = block
-        .iter()
-        .map(|s| restage_stmt(s, &sym, &tsym, &shifted))
-        .collect();
+    let mut restage = Restage {
+        from: &sym,
+        to: &tsym,
+        shift: &shifted,
+    };
+    let new_block: Vec<Stmt> = block.iter().map(|s| restage.stmt(s)).collect();
     let writes = block_writes(&block, &sym);
     let copy = |into_tile: bool| -> Stmt {
         let vars: Vec<Sym> = (0..region.len())
@@ -311,86 +314,19 @@ fn block_writes(b: &[Stmt], buf: &Sym) -> bool {
     w
 }
 
-fn restage_expr(e: &Expr, from: &Sym, to: &Sym, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
-    let r = |x: &Expr| restage_expr(x, from, to, shift);
-    let kind = match &e.kind {
-        ExprKind::Read { buf, idx } => {
-            let idx: Vec<Expr> = idx.iter().map(r).collect();
-            if buf == from {
-                ExprKind::Read {
-                    buf: to.clone(),
-                    idx: shift(&idx),
-                }
-            } else {
-                ExprKind::Read {
-                    buf: buf.clone(),
-                    idx,
-                }
-            }
-        }
-        ExprKind::Unary(op, x) => ExprKind::Unary(*op, r(x)),
-        ExprKind::Binary(op, x, y) => ExprKind::Binary(*op, r(x), r(y)),
-        ExprKind::Select(c, x, y) => ExprKind::Select(r(c), r(x), r(y)),
-        ExprKind::Cast(t, x) => ExprKind::Cast(*t, r(x)),
-        ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(r).collect()),
-        ExprKind::Window { buf, coords } => ExprKind::Window {
-            buf: buf.clone(),
-            coords: coords
-                .iter()
-                .map(|c| match c {
-                    WinCoord::Point(x) => WinCoord::Point(r(x)),
-                    WinCoord::Interval(x, y) => WinCoord::Interval(r(x), r(y)),
-                })
-                .collect(),
-        },
-        _ => return e.clone(),
-    };
-    Expr::raw(kind, e.ty, e.span)
+/// Accesses of `from` moved to `to`, their indices shifted by `shift`.
+struct Restage<'a> {
+    from: &'a Sym,
+    to: &'a Sym,
+    shift: &'a dyn Fn(&[Expr]) -> Vec<Expr>,
 }
 
-fn restage_stmt(s: &Stmt, from: &Sym, to: &Sym, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Stmt {
-    let re = |x: &Expr| restage_expr(x, from, to, shift);
-    let rb = |b: &[Stmt]| {
-        b.iter()
-            .map(|x| restage_stmt(x, from, to, shift))
-            .collect::<Vec<_>>()
-    };
-    let kind = match &s.kind {
-        StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
-            let idx: Vec<Expr> = idx.iter().map(re).collect();
-            let (buf, idx) = if buf == from {
-                (to.clone(), shift(&idx))
-            } else {
-                (buf.clone(), idx)
-            };
-            let rhs = re(rhs);
-            if matches!(s.kind, StmtKind::Assign { .. }) {
-                StmtKind::Assign { buf, idx, rhs }
-            } else {
-                StmtKind::Reduce { buf, idx, rhs }
-            }
+impl Rewriter for Restage<'_> {
+    fn access(&self, buf: &Sym, idx: Vec<Expr>) -> (Sym, Vec<Expr>) {
+        if buf == self.from {
+            (self.to.clone(), (self.shift)(&idx))
+        } else {
+            (buf.clone(), idx)
         }
-        StmtKind::WriteConfig { config, field, rhs } => StmtKind::WriteConfig {
-            config: config.clone(),
-            field: *field,
-            rhs: re(rhs),
-        },
-        StmtKind::If {
-            cond,
-            then_body,
-            else_body,
-        } => StmtKind::If {
-            cond: cond.clone(),
-            then_body: rb(then_body),
-            else_body: rb(else_body),
-        },
-        StmtKind::For { var, lo, hi, body } => StmtKind::For {
-            var: var.clone(),
-            lo: lo.clone(),
-            hi: hi.clone(),
-            body: rb(body),
-        },
-        _ => return s.clone(),
-    };
-    Stmt::new(kind, s.span)
+    }
 }

@@ -24,7 +24,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let program = weft::load(&root.join("examples/sgemm.weft"))?;
     let base = program.module.proc("sgemm").ok_or("no sgemm")?.clone();
-    let dram = weft::syntax::std_memory("DRAM").ok_or("no DRAM")?;
     let stack = weft::syntax::std_memory("DRAM_STACK").ok_or("no DRAM_STACK")?;
 
     let t0 = Instant::now();
@@ -44,18 +43,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             loop_var(&s, &s.find("for jo")?),
         );
         let four_io = Expr::binary(BinOp::Mul, Expr::int(4), io);
+        // The C tile of 4 rows from `4 * io` and `width` columns from `col`.
+        let tile = |col: Expr, width: i64| {
+            let rows = Expr::binary(BinOp::Add, four_io.clone(), Expr::int(4));
+            let cols = Expr::binary(BinOp::Add, col.clone(), Expr::int(width));
+            vec![(four_io.clone(), rows), (col, cols)]
+        };
         let jstart = Expr::binary(BinOp::Mul, Expr::int(64), jo.clone());
-        let region = vec![
-            (
-                four_io.clone(),
-                Expr::binary(BinOp::Add, four_io.clone(), Expr::int(4)),
-            ),
-            (
-                jstart.clone(),
-                Expr::binary(BinOp::Add, jstart, Expr::int(64)),
-            ),
-        ];
-        s.stage_mem(&s.find("for k")?, 1, "C", &region, "Ct", stack.clone())?;
+        s.stage_mem(
+            &s.find("for k")?,
+            1,
+            "C",
+            &tile(jstart, 64),
+            "Ct",
+            stack.clone(),
+        )?;
         s.unroll(&s.find("for ii")?)?;
 
         // The right edge: `if N % 64 > 0 { for jt in 0..N % 64 { for ii { for k } } }`, cut into
@@ -71,7 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.reorder_loops(&strip)?; // eo { ii { k { e } } }
             let ii = s.find("for ii")?;
             s.reorder_loops(&ii)?; // eo { k { ii { e } } }
-                                   // The strip's first column: the column index of its update with the strip index 0.
+
+            // The strip's first column: the column index of its update with the strip index 0.
             let e = s.find(&format!("for {inner}"))?;
             let update = s
                 .body(&e, 0, 0)
@@ -87,16 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let start = weft::sched::subst::Subst::new()
                 .var(&e_sym, Expr::int(0))
                 .expr(&col);
-            let region = vec![
-                (
-                    four_io.clone(),
-                    Expr::binary(BinOp::Add, four_io.clone(), Expr::int(4)),
-                ),
-                (
-                    start.clone(),
-                    Expr::binary(BinOp::Add, start, Expr::int(width)),
-                ),
-            ];
+            let region = tile(start, width);
             let k = s
                 .parent(&s.find("for ii")?)
                 .ok_or_else(|| SchedError::new("bench", "no k loop"))?;
@@ -127,7 +121,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stats.cache_hits,
         stats.solver_time.as_secs_f64() * 1e3
     );
-    let _ = dram;
 
     // The scheduled proc checks and computes what the original computes (interpreter, sizes that
     // exercise every strip).

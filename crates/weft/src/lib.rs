@@ -93,12 +93,23 @@ pub fn load(path: &Path) -> Result<Program, Error> {
 pub fn load_traced(
     path: &Path,
     only: Option<&str>,
-    mut on_step: impl FnMut(&weft_ir::ScheduleDecl, &weft_ir::SchedStep, &weft_ir::Proc),
+    on_step: impl FnMut(&weft_ir::ScheduleDecl, &weft_ir::SchedStep, &weft_ir::Proc),
 ) -> Result<Program, Error> {
     let mut p = parse(path)?;
     if let Err(d) = weft_check::check_module(&p.module) {
         return Err(Error::new(&p.sources, d));
     }
+    apply_schedules(&mut p, only, on_step)?;
+    Ok(p)
+}
+
+/// Apply the schedules of a parsed and checked program (with `only`, just that schedule and the
+/// ones it builds on), adding each scheduled proc to the module; see [`load_traced`].
+pub fn apply_schedules(
+    p: &mut Program,
+    only: Option<&str>,
+    mut on_step: impl FnMut(&weft_ir::ScheduleDecl, &weft_ir::SchedStep, &weft_ir::Proc),
+) -> Result<(), Error> {
     let mut wanted: Option<Vec<String>> = only.map(|n| vec![n.to_string()]);
     if let Some(w) = &mut wanted {
         // The chain of bases, newest first.
@@ -141,5 +152,5 @@ pub fn load_traced(
         }
         p.module.procs.push(proc);
     }
-    Ok(p)
+    Ok(())
 }

@@ -84,33 +84,29 @@ pub fn fission(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite
 /// Config fields written by a top-level `Config.f = e` of `first` where `e` does not mention
 /// `var`, reads no config field and no buffer that the loop body writes, and no other statement
 /// of the loop writes the field.
+/// `body` holds the effects of the two parts.
 fn invariant_config_writes(
-    a: &mut Analysis,
     scope: &crate::effects::Scope,
     var: &weft_ir::Sym,
     first: &[weft_ir::Stmt],
-    second: &[weft_ir::Stmt],
+    body: [&crate::effects::Effects; 2],
 ) -> Vec<Root> {
-    let mut body = first.to_vec();
-    body.extend_from_slice(second);
-    let all = a.effects(scope, &body);
+    let writes = || body.into_iter().flat_map(|e| e.writes());
     let mut out = Vec::new();
     for s in first {
         let weft_ir::StmtKind::WriteConfig { config, field, rhs } = &s.kind else {
             continue;
         };
         let root = Root::Config(config.name.clone(), *field);
-        let writers = all.writes().filter(|w| w.root == root).count();
+        let writers = writes().filter(|w| w.root == root).count();
         let mut reads_state = crate::effects::mentions(rhs, var);
         weft_ir::visit::walk_expr(rhs, &mut |e| match &e.kind {
             ExprKind::ReadConfig { .. } => reads_state = true,
             ExprKind::Read { buf, .. } => {
-                reads_state |= all
-                    .writes()
-                    .any(|w| match (&w.root, scope_root(scope, buf)) {
-                        (Root::Buf(x), Some(y)) => *x == y,
-                        _ => true,
-                    })
+                reads_state |= writes().any(|w| match (&w.root, scope.root_of(buf)) {
+                    (Root::Buf(x), Some(y)) => *x == y,
+                    _ => true,
+                })
             }
             _ => {}
         });
@@ -119,11 +115,6 @@ fn invariant_config_writes(
         }
     }
     out
-}
-
-/// The root buffer id of a buffer name, as the effect analysis resolves it.
-fn scope_root(scope: &crate::effects::Scope, buf: &weft_ir::Sym) -> Option<u64> {
-    scope.root_of(buf)
 }
 
 /// The fission (and fusion) condition for `for x { first; second }` at `loop_path`.
@@ -143,13 +134,13 @@ pub(crate) fn check_fission(
     let map: HashMap<u64, Term> = [(l.var.id(), Term::IntVar(xv.clone()))]
         .into_iter()
         .collect();
+    let invariant = invariant_config_writes(&scope, l.var, first, [&e1, &e2]);
     let mut e2 = e2.rename_bound().subst(&map);
     // Invariant config writes (the paper's global dataflow, `ValG`): a config field that the
     // first part sets at its top level, in every iteration, to a value that does not depend on
     // the iteration or on anything the loop writes, and that nothing else in the loop writes,
     // holds that value whenever the second part reads it, before and after fission alike. Reads
     // of such fields by the second part are therefore not conflicts.
-    let invariant = invariant_config_writes(a, &scope, l.var, first, second);
     e2.accesses.retain(|acc| !invariant.contains(&acc.root));
     let x = index_term(l.var);
     let x2 = Term::IntVar(xv);

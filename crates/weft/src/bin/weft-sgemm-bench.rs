@@ -81,22 +81,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let a: Vec<f32> = (0..n * n).map(|k| ((k * 7) % 17) as f32 / 16.0).collect();
         let b: Vec<f32> = (0..n * n).map(|k| ((k * 5) % 13) as f32 / 16.0).collect();
         let mut c = vec![0f32; n * n];
+        let call = |c: &mut [f32]| {
+            kernel.call(&mut [
+                Arg::Int(n as i64),
+                Arg::Int(n as i64),
+                Arg::Int(n as i64),
+                Arg::Buf(BufArg::from_slice(&a, &[n, n])),
+                Arg::Buf(BufArg::from_slice(&b, &[n, n])),
+                Arg::Buf(BufArg::new(c, &[n, n])),
+            ])
+        };
         let flops = 2.0 * (n as f64).powi(3);
         let reps = ((4e9 / flops) as usize).clamp(11, 200);
         let (mut times, mut np_times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         numpy_time(n)?;
         for _ in 0..reps + 1 {
             let np = numpy_time(n)?;
-            let mut args = [
-                Arg::Int(n as i64),
-                Arg::Int(n as i64),
-                Arg::Int(n as i64),
-                Arg::Buf(BufArg::from_slice(&a, &[n, n])),
-                Arg::Buf(BufArg::from_slice(&b, &[n, n])),
-                Arg::Buf(BufArg::new(&mut c, &[n, n])),
-            ];
             let t = Instant::now();
-            kernel.call(&mut args)?;
+            call(&mut c)?;
             let w = t.elapsed().as_secs_f64();
             times.push(w);
             np_times.push(np);
@@ -104,15 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         // One more call on a zeroed C, checked against dot products computed here (sampled).
         c.iter_mut().for_each(|x| *x = 0.0);
-        let mut args = [
-            Arg::Int(n as i64),
-            Arg::Int(n as i64),
-            Arg::Int(n as i64),
-            Arg::Buf(BufArg::from_slice(&a, &[n, n])),
-            Arg::Buf(BufArg::from_slice(&b, &[n, n])),
-            Arg::Buf(BufArg::new(&mut c, &[n, n])),
-        ];
-        kernel.call(&mut args)?;
+        call(&mut c)?;
         for s in 0..97 {
             let (i, j) = ((s * 31 + 7) % n, (s * 57 + 3) % n);
             let want: f64 = (0..n)

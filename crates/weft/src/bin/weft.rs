@@ -118,12 +118,11 @@ fn main() -> ExitCode {
     let result: Result<(), Error> = (|| match cli.command {
         Command::Check { file } => {
             let t0 = std::time::Instant::now();
-            let program = weft::parse(&file)?;
+            let mut program = weft::parse(&file)?;
             let stats = weft::check::check_module(&program.module)
                 .map_err(|d| Error::new(&program.sources, d))?;
             let schedules = program.module.schedules.len();
-            drop(program);
-            weft::load(&file)?;
+            weft::apply_schedules(&mut program, None, |_, _, _| {})?;
             println!(
                 "{}: ok ({} procs, {} schedules, {} solver queries, {:.1} ms)",
                 file.display(),

@@ -65,6 +65,8 @@ pub struct UnitCx {
     pub procs: HashMap<String, Arc<Proc>>,
     /// Whether an entry point uses the `weft_span` helper.
     pub needs_span: bool,
+    /// Whether some loop is parallel (the unit then needs OpenMP to run in parallel).
+    pub parallel: bool,
 }
 
 impl UnitCx {
@@ -820,18 +822,37 @@ impl<'u> ProcCx<'u> {
                     self.line("}");
                 }
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For {
+                var,
+                lo,
+                hi,
+                body,
+                parallel,
+            } => {
                 let lo = self.ctrl_expr(lo)?;
                 let hi = self.ctrl_expr(hi)?;
                 let v = self.var_name(var);
                 let hoist = !is_atom(&hi);
+                // A parallel loop is an OpenMP worksharing loop: its iterations were proved
+                // race-free, so any split among threads computes the sequential result. Without
+                // `-fopenmp` the pragma is ignored and the loop runs sequentially.
+                let pragma = "#pragma omp parallel for schedule(static)";
+                if *parallel {
+                    self.unit.parallel = true;
+                }
                 if hoist {
                     let t = self.tmp("hi");
                     self.line("{");
                     self.indent += 1;
                     self.line(&format!("const int64_t {t} = {hi};"));
+                    if *parallel {
+                        self.line(pragma);
+                    }
                     self.line(&format!("for (int64_t {v} = {lo}; {v} < {t}; {v}++) {{"));
                 } else {
+                    if *parallel {
+                        self.line(pragma);
+                    }
                     self.line(&format!("for (int64_t {v} = {lo}; {v} < {hi}; {v}++) {{"));
                 }
                 self.env.insert(var.clone(), Binding::Ctrl(v));

@@ -79,6 +79,8 @@ pub struct CUnit {
     pub header: String,
     /// One entry per exported proc, in the order given to [`emit`].
     pub entries: Vec<EntryInfo>,
+    /// Whether the unit has parallel loops: compile it with `-fopenmp` to run them on threads.
+    pub parallel: bool,
 }
 
 /// The kind of one argument of an entry point.
@@ -376,5 +378,6 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
         source,
         header,
         entries,
+        parallel: unit.parallel,
     })
 }

@@ -1191,7 +1191,9 @@ impl Walk<'_> {
                 self.block(else_body);
                 self.facts.truncate(n);
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For {
+                var, lo, hi, body, ..
+            } => {
                 let l = self.expect_ctrl(lo, Ty::Int, "a loop bound");
                 let h = self.expect_ctrl(hi, Ty::Int, "a loop bound");
                 let mark = self.bound.len();

@@ -685,12 +685,26 @@ impl<'c> Machine<'c> {
                     self.exec_block(env, else_body)
                 }
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For {
+                var,
+                lo,
+                hi,
+                body,
+                parallel,
+            } => {
                 let lo = self.eval_int(env, lo)?;
                 let hi = self.eval_int(env, hi)?;
                 let previous = env.remove(var);
                 let mut result = Ok(());
-                for i in lo..hi {
+                // A parallel loop's iterations may run in any order; the interpreter runs them
+                // backwards, so a loop whose result depended on the order (a race that escaped the
+                // analysis) differs from its sequential original in the differential tests.
+                let order: Box<dyn Iterator<Item = i64>> = if *parallel {
+                    Box::new((lo..hi).rev())
+                } else {
+                    Box::new(lo..hi)
+                };
+                for i in order {
                     env.insert(var.clone(), Binding::Ctrl(Ctrl::Int(i)));
                     result = self.exec_block(env, body);
                     if result.is_err() {

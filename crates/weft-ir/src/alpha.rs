@@ -164,15 +164,17 @@ impl Alpha {
                         lo: l1,
                         hi: h1,
                         body: b1,
+                        parallel: p1,
                     },
                     S::For {
                         var: v2,
                         lo: l2,
                         hi: h2,
                         body: b2,
+                        parallel: p2,
                     },
                 ) => {
-                    if !(self.expr(l1, l2) && self.expr(h1, h2)) {
+                    if p1 != p2 || !(self.expr(l1, l2) && self.expr(h1, h2)) {
                         return false;
                     }
                     self.bind(v1, v2);
@@ -233,4 +235,12 @@ pub fn alpha_eq_proc(a: &Proc, b: &Proc) -> bool {
         && al.args(&a.args, &b.args)
         && al.exprs(&a.preds, &b.preds)
         && al.block(&a.body, &b.body)
+}
+
+/// Whether two procs have the same signature: argument kinds and types, then preconditions, equal
+/// up to renaming of the arguments (names, bodies, instruction templates and spans ignored). A
+/// call to one is then a well-formed call to the other.
+pub fn same_signature(a: &Proc, b: &Proc) -> bool {
+    let mut al = Alpha::default();
+    al.args(&a.args, &b.args) && al.exprs(&a.preds, &b.preds)
 }

@@ -134,6 +134,7 @@ impl BlockBuilder {
             lo: lo.into().coerce(Ty::Int),
             hi: hi.into().coerce(Ty::Int),
             body: inner.stmts,
+            parallel: false,
         })
     }
 
@@ -345,6 +346,7 @@ impl ProcBuilder {
             body: self.body.stmts,
             instr: self.instr,
             span: Span::DUMMY,
+            origin: None,
         })
     }
 }

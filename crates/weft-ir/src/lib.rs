@@ -28,8 +28,8 @@ pub mod visit;
 pub use diag::{Diagnostic, Label, Span};
 pub use expr::{BinOp, Const, Expr, ExprKind, MathFn, UnOp, WinCoord};
 pub use proc::{
-    Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Proc, SchedArg, SchedStep,
-    ScheduleDecl,
+    Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Origin, Proc, SchedArg,
+    SchedStep, ScheduleDecl,
 };
 pub use stmt::{Block, Stmt, StmtKind};
 pub use sym::Sym;

@@ -352,13 +352,19 @@ impl<'n> Printer<'n> {
                     self.line("}");
                 }
             }
-            StmtKind::For { var, lo, hi, body } => {
-                let l = format!(
-                    "for {} in {}..{} {{",
-                    self.namer.name(var),
-                    self.expr(lo),
-                    self.expr(hi)
-                );
+            StmtKind::For {
+                var,
+                lo,
+                hi,
+                body,
+                parallel,
+            } => {
+                let range = format!("{}..{}", self.expr(lo), self.expr(hi));
+                let l = if *parallel {
+                    format!("for {} in par({range}) {{", self.namer.name(var))
+                } else {
+                    format!("for {} in {range} {{", self.namer.name(var))
+                };
                 self.line(&l);
                 self.block(body);
                 self.line("}");

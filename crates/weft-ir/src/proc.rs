@@ -130,7 +130,7 @@ pub struct Instr {
     pub template: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Proc {
     pub name: String,
     pub args: Vec<Arg>,
@@ -139,6 +139,60 @@ pub struct Proc {
     pub body: Block,
     pub instr: Option<Instr>,
     pub span: Span,
+    /// The proc a schedule derived this one from (its provenance), `None` for a proc written by
+    /// hand, built, or whose signature a schedule changed. Not part of the proc's meaning: `==`
+    /// and alpha-equivalence ignore it.
+    pub origin: Option<Origin>,
+}
+
+/// Equality of everything but the provenance ([`Proc::origin`]), which records how a proc was
+/// obtained, not what it is.
+impl PartialEq for Proc {
+    fn eq(&self, other: &Proc) -> bool {
+        self.name == other.name
+            && self.args == other.args
+            && self.preds == other.preds
+            && self.body == other.body
+            && self.instr == other.instr
+            && self.span == other.span
+    }
+}
+
+/// The equivalence record of a scheduled proc (Exo's provenance lattice): the proc it was
+/// rewritten from, which has the same signature, and the config fields on which the two may
+/// disagree. The proc is equivalent to `parent` modulo `polluted` (Exo's `≅_L`): run on the same
+/// valid inputs, both leave every buffer and every config field outside `polluted` with the same
+/// values.
+#[derive(Clone)]
+pub struct Origin {
+    pub parent: Arc<Proc>,
+    /// Config fields (the config, the field's index) the rewrite may leave with other values.
+    pub polluted: Vec<(Arc<Config>, usize)>,
+}
+
+impl Origin {
+    /// `Config.field` for each polluted field.
+    pub fn polluted_names(&self) -> Vec<String> {
+        self.polluted
+            .iter()
+            .map(|(c, f)| {
+                let field = c.fields.get(*f).map_or("?", |x| x.name.as_str());
+                format!("{}.{field}", c.name)
+            })
+            .collect()
+    }
+}
+
+/// Only the parent's name: a provenance chain holds every version of a schedule.
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Origin({} modulo {:?})",
+            self.parent.name,
+            self.polluted_names()
+        )
+    }
 }
 
 impl Proc {
@@ -148,6 +202,25 @@ impl Proc {
 
     pub fn is_instr(&self) -> bool {
         self.instr.is_some()
+    }
+
+    /// The proc this one was derived from, if a schedule produced it.
+    pub fn parent(&self) -> Option<&Arc<Proc>> {
+        self.origin.as_ref().map(|o| &o.parent)
+    }
+
+    /// The root of the provenance chain reached without crossing a polluting step: the simplest
+    /// version of this proc that is fully equivalent to it (config fields included). Analyses of
+    /// a call may use its body instead of this one's (Exo §4: it keeps solver queries small).
+    pub fn simplest_equivalent(&self) -> &Proc {
+        let mut p = self;
+        while let Some(o) = &p.origin {
+            if !o.polluted.is_empty() {
+                break;
+            }
+            p = &o.parent;
+        }
+        p
     }
 }
 

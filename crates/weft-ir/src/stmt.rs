@@ -38,11 +38,14 @@ pub enum StmtKind {
         else_body: Block,
     },
     /// `for var in lo..hi`: runs `var = lo, lo+1, ..., hi-1`; no iteration when `hi <= lo`.
+    /// `for var in par(lo..hi)` (`parallel`): the iterations may run at the same time, in any
+    /// order; accepted only where they are proved race-free, so the meaning is the sequential one.
     For {
         var: Sym,
         lo: Expr,
         hi: Expr,
         body: Block,
+        parallel: bool,
     },
     /// A new buffer, every cell uninitialised.
     Alloc {

@@ -15,7 +15,9 @@
 //!   it counts as "maybe" (`M`) but never as "definitely" (`D`).
 //! - Buffers allocated inside the analysed code are fresh on every execution (the paper's `𝐀`
 //!   set), so their accesses are not effects of the code.
-//! - Calls contribute the accesses of the callee's body, arguments substituted.
+//! - Calls contribute the accesses of the callee's body, arguments substituted; the body is that
+//!   of the callee's simplest equivalent version (the root of its provenance, [`Proc::origin`]),
+//!   as in the paper, unless [`Analysis::effects_as_written`] asks for the body as written.
 //!
 //! Two accesses conflict when they may touch the same location and are not both reads or both
 //! reductions (the paper's `Commutes`: two reductions into one cell commute). "May touch the same
@@ -269,6 +271,9 @@ impl Scope {
 pub struct Analysis {
     solver: CachingSolver<Z3Solver>,
     strides: HashMap<(u64, usize), Var>,
+    /// Summarise a call by its callee's own body rather than by the simplest equivalent version
+    /// (see [`Analysis::effects_as_written`]).
+    calls_as_written: bool,
 }
 
 impl Default for Analysis {
@@ -316,6 +321,7 @@ impl Analysis {
         Analysis {
             solver: CachingSolver::new(Z3Solver::new()),
             strides: HashMap::new(),
+            calls_as_written: false,
         }
     }
 
@@ -403,7 +409,9 @@ impl Analysis {
             };
             let next = at.0[k + 1].block;
             match &s.kind {
-                StmtKind::For { var, lo, hi, body } => {
+                StmtKind::For {
+                    var, lo, hi, body, ..
+                } => {
                     let v = Term::IntVar(sym_var(var));
                     if let (Some(l), Some(h)) = (self.term(&scope, lo), self.term(&scope, hi)) {
                         scope.facts.push(Term::le(l, v.clone()));
@@ -472,6 +480,19 @@ impl Analysis {
             ExprKind::Var(s) | ExprKind::Read { buf: s, .. } => scope.views.get(&s.id()).cloned(),
             _ => None,
         }
+    }
+
+    /// The effects of a block run in `scope`, with every call summarised by its callee's own body
+    /// instead of the simplest equivalent version. Equivalent versions transform the store alike,
+    /// so [`Analysis::effects`] is exact for questions about the *result* of reordering code; but
+    /// a scheduled callee may touch more locations than its root (a staged region written back
+    /// whole, say), so questions about what actually runs at the same time (races between
+    /// parallel iterations) need this one.
+    pub fn effects_as_written(&mut self, scope: &Scope, block: &[Stmt]) -> Effects {
+        let saved = std::mem::replace(&mut self.calls_as_written, true);
+        let out = self.effects(scope, block);
+        self.calls_as_written = saved;
+        out
     }
 
     /// The effects of a block of statements run in `scope`.
@@ -632,7 +653,9 @@ impl Analysis {
                     }
                 }
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For {
+                var, lo, hi, body, ..
+            } => {
                 self.expr_reads(scope, lo, guard, bound, out);
                 self.expr_reads(scope, hi, guard, bound, out);
                 let v = sym_var(var);
@@ -676,12 +699,21 @@ impl Analysis {
         span: Span,
         out: &mut Effects,
     ) {
+        // The callee is summarised by its simplest equivalent version, the root of its provenance
+        // chain short of any polluting step (the paper's §4 optimisation, which keeps the solver's
+        // queries the size of the original code however far the callee was scheduled): it
+        // transforms the store exactly as the callee does. Versions in one chain share a
+        // signature, so its parameters bind to the arguments by position.
+        let def: &Proc = match callee.simplest_equivalent() {
+            root if !self.calls_as_written && root.args.len() == callee.args.len() => root,
+            _ => callee,
+        };
         // The callee's body runs in a scope of its own: its parameters bound to the arguments.
         let mut inner = Scope {
             local: scope.local.clone(),
             ..Scope::default()
         };
-        for (param, arg) in callee.args.iter().zip(args) {
+        for (param, arg) in def.args.iter().zip(args) {
             match &param.kind {
                 ArgKind::Ctrl(_) => {
                     let t = self.term(scope, arg).unwrap_or_else(unknown_int);
@@ -704,7 +736,7 @@ impl Analysis {
         let g = guard.to_vec();
         let b = bound.to_vec();
         let mut sub = Effects::default();
-        for t in &callee.body {
+        for t in &def.body {
             self.stmt_effects(&mut inner, t, &g, &b, &mut sub);
         }
         let mut map = HashMap::new();

@@ -125,11 +125,21 @@ pub fn ancestors<'a>(p: &'a Proc, path: &Path) -> Vec<(Path, &'a Stmt)> {
 /// A copy of statement `s` with child block `k` replaced.
 pub fn with_child_block(s: &Stmt, k: usize, new: Block) -> Stmt {
     let kind = match (&s.kind, k) {
-        (StmtKind::For { var, lo, hi, .. }, 0) => StmtKind::For {
+        (
+            StmtKind::For {
+                var,
+                lo,
+                hi,
+                parallel,
+                ..
+            },
+            0,
+        ) => StmtKind::For {
             var: var.clone(),
             lo: lo.clone(),
             hi: hi.clone(),
             body: new,
+            parallel: *parallel,
         },
         (
             StmtKind::If {

@@ -144,7 +144,13 @@ pub trait Rewriter: Sized {
                 then_body: self.block(then_body),
                 else_body: self.block(else_body),
             },
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For {
+                var,
+                lo,
+                hi,
+                body,
+                parallel,
+            } => {
                 let (lo, hi) = (self.expr(lo), self.expr(hi));
                 self.scope(|r| {
                     let var = r.bind(var);
@@ -153,6 +159,7 @@ pub trait Rewriter: Sized {
                         lo,
                         hi,
                         body: r.block(body),
+                        parallel: *parallel,
                     }
                 })
             }

@@ -35,6 +35,8 @@ pub struct Schedule {
     forwards: Vec<Forward>,
     steps: Vec<String>,
     analysis: Analysis,
+    /// Procs created by `extract_proc`, in order.
+    extracted: Vec<Arc<Proc>>,
     /// Re-run the checker on every new version (a safety net for tests; off by default).
     pub recheck: bool,
 }
@@ -46,6 +48,7 @@ impl Schedule {
             forwards: Vec::new(),
             steps: Vec::new(),
             analysis: Analysis::new(),
+            extracted: Vec::new(),
             recheck: false,
         }
     }
@@ -145,6 +148,9 @@ impl Schedule {
         let at = self.at(prim, c)?;
         let p = self.proc().clone();
         let r = f(&mut self.analysis, &p, &at)?;
+        // A step may change the body or the context of a loop that is already parallel; every
+        // parallel loop must still be race-free (answers for unchanged loops come from the cache).
+        prims::parallelize::check_parallel_loops(&mut self.analysis, &r.proc, prim)?;
         if self.recheck {
             if let Err(ds) = weft_check::check_proc(&r.proc) {
                 let msg = ds
@@ -159,7 +165,7 @@ impl Schedule {
             }
         }
         let new_path = r.forward.apply(&at);
-        self.versions.push(r.proc);
+        self.versions.push(derived(prim, &p, r.proc));
         self.forwards.push(r.forward);
         self.steps.push(step);
         Ok(self.cursor(new_path.unwrap_or(at)))
@@ -198,6 +204,22 @@ impl Schedule {
     pub fn fission(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("fission", c, "fission".into(), |a, p, at| {
             prims::fission::fission(a, p, at)
+        })
+    }
+
+    /// See [`prims::parallelize`]: mark the loop parallel, proved race-free.
+    pub fn parallelize(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("parallelize", c, "parallelize".into(), |a, p, at| {
+            prims::parallelize::parallelize(a, p, at)
+        })
+    }
+
+    /// See [`prims::replace`]: the block of `callee.body.len()` statements at `c` becomes a call
+    /// of `callee`, its arguments inferred. Returns a cursor on the call.
+    pub fn replace(&mut self, c: &Cursor, callee: &Arc<Proc>) -> Result<Cursor, SchedError> {
+        let step = format!("replace({})", callee.name);
+        self.apply("replace", c, step, |a, p, at| {
+            prims::replace::replace(a, p, at, callee)
         })
     }
 
@@ -368,4 +390,177 @@ impl Schedule {
             prims::inline_call::inline_call(a, p, at)
         })
     }
+
+    /// See [`prims::extract_proc`]: replace `count` statements starting at `c` by a call to a new
+    /// proc `name`. Returns a cursor on the call and the new proc, which is also kept in
+    /// [`Schedule::extracted`] (schedule it further with a `Schedule` of its own, then
+    /// [`Schedule::call_eqv`] the result in).
+    pub fn extract_proc(
+        &mut self,
+        c: &Cursor,
+        count: usize,
+        name: &str,
+    ) -> Result<(Cursor, Arc<Proc>), SchedError> {
+        let mut new = None;
+        let step = format!("extract_proc({name}, {count})");
+        let at = self.apply("extract_proc", c, step, |a, p, at| {
+            let (r, q) = prims::extract_proc::extract_proc(a, p, at, count, name)?;
+            new = Some(q);
+            Ok(r)
+        })?;
+        let q = new.expect("set by an accepted step");
+        self.extracted.push(q.clone());
+        Ok((at, q))
+    }
+
+    /// The procs [`Schedule::extract_proc`] created, in order.
+    pub fn extracted(&self) -> &[Arc<Proc>] {
+        &self.extracted
+    }
+
+    /// See [`prims::partial_eval`]: fix control arguments (`("N", 64)`) to constants.
+    pub fn partial_eval(&mut self, values: &[(&str, i64)]) -> Result<(), SchedError> {
+        let values: Vec<(String, i64)> = values.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let text: Vec<String> = values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let root = self.cursor(Path::top(0));
+        let step = format!("partial_eval({})", text.join(", "));
+        self.apply("partial_eval", &root, step, |a, p, _| {
+            prims::partial_eval::partial_eval(a, p, &values)
+        })
+        .map(|_| ())
+    }
+
+    /// See [`prims::call_eqv`]: call `g`, an equivalent of the callee by provenance, instead.
+    pub fn call_eqv(&mut self, c: &Cursor, g: &Arc<Proc>) -> Result<Cursor, SchedError> {
+        let mut polluted = Vec::new();
+        let step = format!("call_eqv({})", g.name);
+        let at = self.apply("call_eqv", c, step, |a, p, at| {
+            let (r, l) = prims::call_eqv::call_eqv(a, p, at, g)?;
+            polluted = l;
+            Ok(r)
+        })?;
+        self.pollute_last(polluted);
+        Ok(at)
+    }
+
+    /// Record that the last step is an equivalence only modulo these config fields (Exo's
+    /// `≅_L`): they join the current version's provenance record.
+    fn pollute_last(&mut self, fields: Vec<(Arc<weft_ir::Config>, usize)>) {
+        if fields.is_empty() {
+            return;
+        }
+        let last = self.versions.pop().expect("at least the original");
+        let origin = last.origin.clone().map(|mut o| {
+            for f in fields {
+                if !o
+                    .polluted
+                    .iter()
+                    .any(|g| g.0.name == f.0.name && g.1 == f.1)
+                {
+                    o.polluted.push(f);
+                }
+            }
+            o
+        });
+        self.versions.push(Arc::new(Proc {
+            origin,
+            ..(*last).clone()
+        }));
+    }
+
+    /// See [`prims::inline_assign`]: inline the assignment into the reads of its cell after it,
+    /// and delete it. Returns a cursor on the position of the removed statement.
+    pub fn inline_assign(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("inline_assign", c, "inline_assign".into(), |a, p, at| {
+            prims::inline_assign::inline_assign(a, p, at)
+        })
+    }
+
+    /// See [`prims::sink_alloc`]. Returns a cursor on the allocation inside the loop or `if`.
+    pub fn sink_alloc(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("sink_alloc", c, "sink_alloc".into(), |a, p, at| {
+            prims::sink_alloc::sink_alloc(a, p, at)
+        })
+    }
+
+    /// See [`prims::divide_dim`]: divide dimension `dim` of the allocation by `factor`.
+    pub fn divide_dim(
+        &mut self,
+        c: &Cursor,
+        dim: usize,
+        factor: i64,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("divide_dim({dim}, {factor})");
+        self.apply("divide_dim", c, step, |a, p, at| {
+            prims::divide_dim::divide_dim(a, p, at, dim, factor)
+        })
+    }
+
+    /// See [`prims::reuse_buffer`]: the allocation under `c` is replaced by the earlier buffer
+    /// `t1`. Returns a cursor on the position of the removed allocation.
+    pub fn reuse_buffer(&mut self, c: &Cursor, t1: &str) -> Result<Cursor, SchedError> {
+        let step = format!("reuse_buffer({t1})");
+        self.apply("reuse_buffer", c, step, |a, p, at| {
+            prims::reuse_buffer::reuse_buffer(a, p, at, t1)
+        })
+    }
+
+    /// See [`prims::bind_config`]: write `e` to `config.field` before the statement and read the
+    /// field for `e` in it. An equivalence modulo that field, which the provenance records.
+    /// Returns a cursor on the statement.
+    pub fn bind_config(
+        &mut self,
+        c: &Cursor,
+        e: &Expr,
+        config: &Arc<weft_ir::Config>,
+        field: usize,
+    ) -> Result<Cursor, SchedError> {
+        let name = prims::write_config::field_name(config, field);
+        let step = format!("bind_config({e}, {name})");
+        let cfg = config.clone();
+        let at = self.apply("bind_config", c, step, |a, p, at| {
+            prims::bind_config::bind_config(a, p, at, e, cfg, field)
+        })?;
+        self.pollute_last(vec![(config.clone(), field)]);
+        Ok(at)
+    }
+
+    /// See [`prims::write_config`]: write `e` to `config.field` after the statement. An
+    /// equivalence modulo that field, which the provenance records. Returns a cursor on the
+    /// statement.
+    pub fn write_config(
+        &mut self,
+        c: &Cursor,
+        config: &Arc<weft_ir::Config>,
+        field: usize,
+        e: &Expr,
+    ) -> Result<Cursor, SchedError> {
+        let name = prims::write_config::field_name(config, field);
+        let step = format!("write_config({name}, {e})");
+        let cfg = config.clone();
+        let at = self.apply("write_config", c, step, |a, p, at| {
+            prims::write_config::write_config(a, p, at, cfg, field, e)
+        })?;
+        self.pollute_last(vec![(config.clone(), field)]);
+        Ok(at)
+    }
+}
+
+/// The primitives whose result is not equivalent to the proc they rewrote.
+const NOT_EQUIVALENCES: &[&str] = &["set_precision"];
+
+/// A proc the step `prim` produced from `parent`, with its provenance recorded: `parent` when the
+/// step proved an equivalence and kept the signature, none when it changed the meaning
+/// (`set_precision`) or the signature (`partial_eval`).
+fn derived(prim: &str, parent: &Arc<Proc>, child: Arc<Proc>) -> Arc<Proc> {
+    let equivalent = !NOT_EQUIVALENCES.contains(&prim);
+    let origin =
+        (equivalent && weft_ir::alpha::same_signature(parent, &child)).then(|| weft_ir::Origin {
+            parent: parent.clone(),
+            polluted: Vec::new(),
+        });
+    Arc::new(Proc {
+        origin,
+        ..(*child).clone()
+    })
 }

@@ -19,6 +19,7 @@
 //! | `fuse(loop)` | [`crate::prims::fuse`] with the next loop |
 //! | `remove_loop(loop)` | [`crate::prims::remove_loop`] |
 //! | `unroll(loop)` | [`crate::prims::unroll`] |
+//! | `parallelize(loop)` | [`crate::prims::parallelize`] (proved race-free) |
 //! | `cut(loop, expr)` | [`crate::prims::cut`] |
 //! | `shift(loop, expr)` | [`crate::prims::shift`] |
 //! | `simplify()` | [`crate::prims::simplify`] |
@@ -32,6 +33,16 @@
 //! | `set_precision("alloc t", f64)` | [`crate::prims::set_precision`] (a precision choice, not an equivalence) |
 //! | `expand_dim("alloc t", extent, index)` | [`crate::prims::expand_dim`] |
 //! | `stage_mem(stmt, A[lo:hi, ...], T [, MEMORY])` | [`crate::prims::stage_mem`] (default memory `DRAM_STACK`) |
+//! | `extract_proc(stmt, NAME [, count])` | [`crate::prims::extract_proc`]: `count` statements (default 1) from `stmt` become the new proc `NAME`, added to the module |
+//! | `partial_eval(N=64, K=8)` | [`crate::prims::partial_eval`] |
+//! | `replace(stmt, f)` | [`crate::prims::replace`]: the block of as many statements as `f`'s body, starting at `stmt`, becomes a call of `f` (a proc or instruction of the module or its imports) |
+//! | `call_eqv("call f", g)` | [`crate::prims::call_eqv`]: `g` a proc or schedule of the module, or a proc extracted earlier in this schedule |
+//! | `inline_assign("t =")` | [`crate::prims::inline_assign`] |
+//! | `sink_alloc("alloc t")` | [`crate::prims::sink_alloc`] into the loop or `if` after it |
+//! | `divide_dim("alloc t", dim, c)` | [`crate::prims::divide_dim`]: dimension `dim` (from 0) divided by the constant `c` |
+//! | `reuse_buffer("alloc t2", t1)` | [`crate::prims::reuse_buffer`]: `t2` uses the dead buffer `t1` |
+//! | `bind_config(stmt, e, Cfg.field)` | [`crate::prims::bind_config`] (equivalent modulo `Cfg.field`); `e` a control expression, a literal, or a buffer read `x[i, ...]` / scalar `x` in scope |
+//! | `write_config(stmt, Cfg.field, e)` | [`crate::prims::write_config`] after `stmt` (equivalent modulo `Cfg.field`); `e` a control expression or a literal |
 
 use crate::error::SchedError;
 use crate::path::{self, Path};
@@ -39,26 +50,49 @@ use crate::schedule::{Cursor, Schedule};
 use crate::Tail;
 use std::sync::Arc;
 use weft_ir::{
-    ArgKind, BinOp, CtrlType, Diagnostic, Expr, Memory, Proc, SchedArg, SchedStep, ScheduleDecl,
-    StmtKind, Sym, Ty, UnOp,
+    ArgKind, BinOp, Config, Const, CtrlType, DType, Diagnostic, Expr, Memory, Proc, SchedArg,
+    SchedStep, ScheduleDecl, StmtKind, Sym, Ty, UnOp,
 };
 
 /// Apply a schedule declaration to its base proc. `on_step` sees each accepted step and the proc
 /// after it (for `--trace`). Returns the scheduled proc, named after the declaration, and the
-/// schedule (its versions and solver statistics).
+/// schedule (its versions and solver statistics). Steps that name other procs (`call_eqv`) find
+/// none: see [`apply_in`].
 pub fn apply(
     decl: &ScheduleDecl,
     base: Arc<Proc>,
     memories: &dyn Fn(&str) -> Option<Arc<Memory>>,
+    on_step: impl FnMut(&SchedStep, &Proc),
+) -> Result<(Arc<Proc>, Schedule), Diagnostic> {
+    apply_in(decl, base, memories, &|_| None, &|_| None, on_step)
+}
+
+/// [`apply`], with `procs` resolving the names of the module's procs and earlier schedules (for
+/// `call_eqv`, and so that `extract_proc` does not reuse a name). The scheduled proc records the
+/// last version as its origin (naming it is an equivalence); the procs created by `extract_proc`
+/// are in the schedule's [`Schedule::extracted`], for the caller to add to the module. `configs`
+/// resolves config names (for `bind_config` and `write_config`; the configs the proc and its
+/// callees use are found without it).
+pub fn apply_in(
+    decl: &ScheduleDecl,
+    base: Arc<Proc>,
+    memories: &dyn Fn(&str) -> Option<Arc<Memory>>,
+    procs: &dyn Fn(&str) -> Option<Arc<Proc>>,
+    configs: &dyn Fn(&str) -> Option<Arc<Config>>,
     mut on_step: impl FnMut(&SchedStep, &Proc),
 ) -> Result<(Arc<Proc>, Schedule), Diagnostic> {
     let mut s = Schedule::new(base);
     for step in &decl.steps {
-        apply_step(&mut s, step, memories).map_err(|e| step_diagnostic(step, &e))?;
+        apply_step_in(&mut s, step, memories, procs, configs)
+            .map_err(|e| step_diagnostic(step, &e))?;
         on_step(step, s.proc());
     }
     let named = Arc::new(Proc {
         name: decl.name.clone(),
+        origin: Some(weft_ir::Origin {
+            parent: s.proc().clone(),
+            polluted: Vec::new(),
+        }),
         ..(**s.proc()).clone()
     });
     Ok((named, s))
@@ -245,11 +279,26 @@ fn names_in_scope(p: &Proc, at: &Path) -> Vec<(String, Sym, Ty)> {
     out
 }
 
-/// Apply one step. `memories` resolves memory names (for primitives that allocate).
+/// Apply one step. `memories` resolves memory names (for primitives that allocate). Steps that
+/// name other procs find none: see [`apply_step_in`].
 pub fn apply_step(
     s: &mut Schedule,
     step: &SchedStep,
     memories: &dyn Fn(&str) -> Option<Arc<Memory>>,
+) -> Result<(), SchedError> {
+    apply_step_in(s, step, memories, &|_| None, &|_| None)
+}
+
+/// Apply one step. `memories` resolves memory names (for primitives that allocate), `procs` the
+/// names of the module's procs (for `call_eqv`; the procs extracted earlier in this schedule are
+/// found too), `configs` config names (the configs the proc and its callees use are found without
+/// it).
+pub fn apply_step_in(
+    s: &mut Schedule,
+    step: &SchedStep,
+    memories: &dyn Fn(&str) -> Option<Arc<Memory>>,
+    procs: &dyn Fn(&str) -> Option<Arc<Proc>>,
+    configs: &dyn Fn(&str) -> Option<Arc<Config>>,
 ) -> Result<(), SchedError> {
     match step.primitive.as_str() {
         "stage_mem" => {
@@ -354,10 +403,12 @@ pub fn apply_step(
             arity(step, 0)?;
             s.simplify()?;
         }
-        "reorder_loops" | "reorder_stmts" | "fission" | "fuse" | "remove_loop" | "unroll" => {
+        "reorder_loops" | "reorder_stmts" | "fission" | "fuse" | "remove_loop" | "unroll"
+        | "parallelize" => {
             arity(step, 1)?;
             let c = stmt_arg(s, step, 0)?;
             match step.primitive.as_str() {
+                "parallelize" => s.parallelize(&c)?,
                 "reorder_loops" => s.reorder_loops(&c)?,
                 "reorder_stmts" => s.reorder_stmts(&c)?,
                 "fission" => s.fission(&c)?,
@@ -365,6 +416,108 @@ pub fn apply_step(
                 "remove_loop" => s.remove_loop(&c)?,
                 _ => s.unroll(&c)?,
             };
+        }
+        "extract_proc" => {
+            if step.args.len() != 2 {
+                arity(step, 3)?;
+            }
+            let c = stmt_arg(s, step, 0)?;
+            let name = name_arg(step, 1)?;
+            let count = match step.args.get(2) {
+                Some(_) => usize::try_from(int_arg(step, 2)?).unwrap_or(0),
+                None => 1,
+            };
+            let taken = procs(&name).is_some() || s.extracted().iter().any(|q| q.name == name);
+            if taken {
+                return Err(arg_error(
+                    step,
+                    step.args.get(1),
+                    format!("a proc named `{name}` already exists"),
+                ));
+            }
+            s.extract_proc(&c, count, &name)?;
+        }
+        "partial_eval" => {
+            if step.args.is_empty() {
+                arity(step, 1)?;
+            }
+            let mut values = Vec::new();
+            for a in &step.args {
+                let bad = || {
+                    arg_error(
+                        step,
+                        Some(a),
+                        format!("expected `NAME=value`, found `{}`", a.text),
+                    )
+                };
+                let (n, v) = a.text.split_once('=').ok_or_else(bad)?;
+                let v: i64 = v.trim().parse().map_err(|_| bad())?;
+                values.push((n.trim().to_string(), v));
+            }
+            let values: Vec<(&str, i64)> = values.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+            s.partial_eval(&values)?;
+        }
+        "call_eqv" | "replace" => {
+            arity(step, 2)?;
+            let c = stmt_arg(s, step, 0)?;
+            let name = name_arg(step, 1)?;
+            let g = s
+                .extracted()
+                .iter()
+                .find(|q| q.name == name)
+                .cloned()
+                .or_else(|| procs(&name))
+                .ok_or_else(|| {
+                    arg_error(step, step.args.get(1), format!("unknown proc `{name}`"))
+                })?;
+            if step.primitive == "replace" {
+                s.replace(&c, &g)?;
+            } else {
+                s.call_eqv(&c, &g)?;
+            }
+        }
+        "inline_assign" | "sink_alloc" => {
+            arity(step, 1)?;
+            let c = stmt_arg(s, step, 0)?;
+            if step.primitive == "inline_assign" {
+                s.inline_assign(&c)?;
+            } else {
+                s.sink_alloc(&c)?;
+            }
+        }
+        "divide_dim" => {
+            arity(step, 3)?;
+            let c = stmt_arg(s, step, 0)?;
+            let dim = int_arg(step, 1)?;
+            let dim = usize::try_from(dim).map_err(|_| {
+                arg_error(
+                    step,
+                    step.args.get(1),
+                    format!("expected a dimension, found `{dim}`"),
+                )
+            })?;
+            let factor = int_arg(step, 2)?;
+            s.divide_dim(&c, dim, factor)?;
+        }
+        "reuse_buffer" => {
+            arity(step, 2)?;
+            let c = stmt_arg(s, step, 0)?;
+            let t1 = name_arg(step, 1)?;
+            s.reuse_buffer(&c, &t1)?;
+        }
+        "bind_config" => {
+            arity(step, 3)?;
+            let c = stmt_arg(s, step, 0)?;
+            let (cfg, field) = config_field_arg(s, step, 2, configs)?;
+            let e = value_arg(s, &c, step, 1, cfg.fields[field].ty.ty(), true)?;
+            s.bind_config(&c, &e, &cfg, field)?;
+        }
+        "write_config" => {
+            arity(step, 3)?;
+            let c = stmt_arg(s, step, 0)?;
+            let (cfg, field) = config_field_arg(s, step, 1, configs)?;
+            let e = value_arg(s, &c, step, 2, cfg.fields[field].ty.ty(), false)?;
+            s.write_config(&c, &cfg, field, &e)?;
         }
         other => {
             return Err(arg_error(
@@ -534,4 +687,139 @@ fn parse_ctrl_expr(text: &str, scope: &[(String, Sym, Ty)]) -> Result<Expr, Stri
         return p.err("unexpected text after the expression");
     }
     Ok(e)
+}
+
+// ----- config fields and values in schedule arguments -----
+
+/// A config field argument `Cfg.field`: the config resolved by `configs`, or among those the
+/// proc and its callees use.
+fn config_field_arg(
+    s: &Schedule,
+    step: &SchedStep,
+    k: usize,
+    configs: &dyn Fn(&str) -> Option<Arc<Config>>,
+) -> Result<(Arc<Config>, usize), SchedError> {
+    let a = nth(step, k, "a config field `Cfg.field`")?;
+    let text = a.text.trim_matches('"');
+    let Some((cname, fname)) = text.split_once('.') else {
+        return Err(arg_error(
+            step,
+            Some(a),
+            format!("expected a config field `Cfg.field`, found `{text}`"),
+        ));
+    };
+    let (cname, fname) = (cname.trim(), fname.trim());
+    let cfg = configs(cname)
+        .or_else(|| {
+            weft_ir::visit::Deps::of(s.proc())
+                .configs
+                .into_iter()
+                .find(|c| c.name == cname)
+        })
+        .ok_or_else(|| arg_error(step, Some(a), format!("unknown config `{cname}`")))?;
+    let field = cfg.field_index(fname).ok_or_else(|| {
+        arg_error(
+            step,
+            Some(a),
+            format!("config `{cname}` has no field `{fname}`"),
+        )
+    })?;
+    Ok((cfg, field))
+}
+
+/// The buffers visible at a statement: the proc's buffer arguments, then the allocations and
+/// windows of the enclosing blocks before it (later ones shadow earlier ones).
+fn buffers_in_scope(p: &Proc, at: &Path) -> Vec<(String, Sym, DType)> {
+    let mut out: Vec<(String, Sym, DType)> = p
+        .args
+        .iter()
+        .filter_map(|a| match &a.kind {
+            ArgKind::Buf(b) => Some((a.sym.name().to_string(), a.sym.clone(), b.elem)),
+            ArgKind::Ctrl(_) => None,
+        })
+        .collect();
+    let mut levels = Vec::new();
+    let mut q = Some(at.clone());
+    while let Some(x) = q {
+        q = x.parent();
+        levels.push(x);
+    }
+    for x in levels.iter().rev() {
+        let Some(block) = path::block_of(p, x) else {
+            continue;
+        };
+        for st in block.iter().take(x.last().index) {
+            match &st.kind {
+                StmtKind::Alloc { buf, ty } => {
+                    out.push((buf.name().to_string(), buf.clone(), ty.elem))
+                }
+                StmtKind::Window { name, rhs } => {
+                    if let Ty::Buffer(d) = rhs.ty {
+                        out.push((name.name().to_string(), name.clone(), d));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// A value of type `ty` read in the scope of the statement: a control expression for a control
+/// type; for a data type a literal, or (`reads`) a buffer read `x[i, ...]` or a scalar `x`.
+fn value_arg(
+    s: &Schedule,
+    at: &Cursor,
+    step: &SchedStep,
+    k: usize,
+    ty: Ty,
+    reads: bool,
+) -> Result<Expr, SchedError> {
+    let Ty::Data(dtype) = ty else {
+        return expr_arg(s, at, step, k);
+    };
+    let a = nth(step, k, "a value")?;
+    let text = a.text.trim_matches('"').trim();
+    if dtype.is_float() {
+        if let Ok(v) = text.parse::<f64>() {
+            return Ok(Expr::typed_const(Const::Float(v), ty));
+        }
+    } else if let Ok(v) = text.parse::<i64>() {
+        return Ok(Expr::typed_const(Const::Int(v), ty));
+    }
+    let bad = |m: String| arg_error(step, Some(a), m);
+    if !reads {
+        return Err(bad(format!("expected a {dtype} literal, found `{text}`")));
+    }
+    let path = s
+        .resolve(at)
+        .ok_or_else(|| bad("the statement no longer exists".into()))?;
+    let (name, idx_text) = match text.split_once('[') {
+        Some((n, rest)) => (
+            n.trim(),
+            Some(
+                rest.trim_end()
+                    .strip_suffix(']')
+                    .ok_or_else(|| bad(format!("no closing `]` in `{text}`")))?,
+            ),
+        ),
+        None => (text, None),
+    };
+    let (_, sym, elem) = buffers_in_scope(s.proc(), &path)
+        .into_iter()
+        .rev()
+        .find(|(n, _, _)| n == name)
+        .ok_or_else(|| {
+            bad(format!(
+                "`{text}` is not a {dtype} literal or a read of a buffer in scope"
+            ))
+        })?;
+    let scope = names_in_scope(s.proc(), &path);
+    let mut idx = Vec::new();
+    if let Some(t) = idx_text {
+        for part in split_top(t, ',') {
+            idx.push(parse_ctrl_expr(&part, &scope).map_err(bad)?);
+        }
+    }
+    Ok(Expr::read(&sym, elem, idx))
 }

@@ -201,11 +201,18 @@ pub fn stmt(s: &Stmt) -> Stmt {
             then_body: b(then_body),
             else_body: b(else_body),
         },
-        StmtKind::For { var, lo, hi, body } => StmtKind::For {
+        StmtKind::For {
+            var,
+            lo,
+            hi,
+            body,
+            parallel,
+        } => StmtKind::For {
             var: var.clone(),
             lo: expr(lo),
             hi: expr(hi),
             body: b(body),
+            parallel: *parallel,
         },
         StmtKind::Alloc { buf, ty } => StmtKind::Alloc {
             buf: buf.clone(),

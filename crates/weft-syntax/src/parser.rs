@@ -535,6 +535,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             body,
             instr,
             span: self.span_from(lo),
+            origin: None,
         });
         self.scope.procs.insert(name, proc.clone());
         self.module.procs.push(proc);
@@ -788,9 +789,19 @@ impl<'a, 'r> Parser<'a, 'r> {
                 self.bump();
                 let (name, sp) = self.name()?;
                 self.expect_kw("in")?;
+                // `par(lo..hi)` marks a parallel loop.
+                let parallel =
+                    self.is_kw("par") && matches!(self.tok_at(1), Tok::Punct(p) if *p == "(");
+                if parallel {
+                    self.bump();
+                    self.expect_punct("(")?;
+                }
                 let lo_e = self.expr()?.coerce(Ty::Int);
                 self.expect_punct("..")?;
                 let hi_e = self.expr()?.coerce(Ty::Int);
+                if parallel {
+                    self.expect_punct(")")?;
+                }
                 let var = Sym::new(&name);
                 let mark = self.vars.len();
                 self.declare(&name, sp, &var, VarKind::Ctrl(Ty::Int))?;
@@ -801,6 +812,7 @@ impl<'a, 'r> Parser<'a, 'r> {
                     lo: lo_e,
                     hi: hi_e,
                     body,
+                    parallel,
                 }
             }
             Tok::Ident(k) if k == "alloc" => {

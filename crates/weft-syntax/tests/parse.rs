@@ -73,7 +73,10 @@ fn axpy_shape() {
         panic!()
     };
     assert_eq!(a.rank(), 0);
-    let StmtKind::For { var, lo, hi, body } = &p.body[0].kind else {
+    let StmtKind::For {
+        var, lo, hi, body, ..
+    } = &p.body[0].kind
+    else {
         panic!("for")
     };
     assert_eq!(lo.kind, ExprKind::Const(Const::Int(0)));

@@ -101,6 +101,7 @@ impl Build {
         );
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let mut objects = Vec::new();
+        let mut parallel = false;
         let mut bindings = format!(
             "/// weft kernels compiled ahead of time from {:?}.\n#[allow(dead_code)]\npub mod {name} {{\n    use std::ffi::c_char;\n",
             self.files
@@ -118,9 +119,13 @@ impl Build {
             let files = aot::write(&program, &procs, &out, &stem)?;
             let unit = weft_c::emit(&procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
             let obj = out.join(format!("{stem}.o"));
+            if unit.parallel {
+                parallel = true;
+            }
             run(Command::new(&cc)
                 .args(&self.flags)
                 .args(["-std=c99", "-ffp-contract=off", "-fPIC", "-c"])
+                .args(unit.parallel.then_some(weft_jit::OPENMP_FLAG))
                 .arg(&files.c)
                 .arg("-o")
                 .arg(&obj))?;
@@ -146,6 +151,10 @@ impl Build {
         println!("cargo:rustc-link-search=native={}", out.display());
         println!("cargo:rustc-link-lib=static={name}");
         println!("cargo:rustc-link-lib=m");
+        if parallel {
+            // Parallel loops are OpenMP worksharing loops: link GCC's OpenMP runtime.
+            println!("cargo:rustc-link-lib=gomp");
+        }
         Ok(())
     }
 }

@@ -29,6 +29,8 @@ pub struct Program {
     pub sources: SourceMap,
     /// Every file read (the file and its imports), for dependency files.
     pub deps: Vec<PathBuf>,
+    /// What the file sees: its items, its imports' and the prelude's (schedules name them).
+    pub scope: weft_syntax::Scope,
 }
 
 /// An error with its diagnostics already rendered against the sources.
@@ -77,6 +79,7 @@ pub fn parse(path: &Path) -> Result<Program, Error> {
             module: loaded.module,
             sources,
             deps: loaded.deps,
+            scope: loaded.scope,
         }),
         Err(d) => Err(Error::new(&sources, d)),
     }
@@ -99,8 +102,27 @@ pub fn load_traced(
     if let Err(d) = weft_check::check_module(&p.module) {
         return Err(Error::new(&p.sources, d));
     }
+    check_parallel_loops(&p)?;
     apply_schedules(&mut p, only, on_step)?;
     Ok(p)
+}
+
+/// Prove the `par(...)` loops written in the source race-free (the checker proves bounds and
+/// types; races need the scheduler's effect analysis). Scheduled procs are proved as they are made.
+pub fn check_parallel_loops(p: &Program) -> Result<(), Error> {
+    let mut analysis = weft_sched::effects::Analysis::new();
+    for proc in &p.module.procs {
+        if !weft_sched::prims::parallelize::has_parallel_loops(proc) {
+            continue;
+        }
+        weft_sched::prims::parallelize::check_parallel_loops(&mut analysis, proc, "parallel")
+            .map_err(|e| {
+                let mut d = e.to_diagnostic();
+                d.rule = "race";
+                Error::new(&p.sources, vec![d])
+            })?;
+    }
+    Ok(())
 }
 
 /// Apply the schedules of a parsed and checked program (with `only`, just that schedule and the
@@ -112,14 +134,20 @@ pub fn apply_schedules(
 ) -> Result<(), Error> {
     let mut wanted: Option<Vec<String>> = only.map(|n| vec![n.to_string()]);
     if let Some(w) = &mut wanted {
-        // The chain of bases, newest first.
-        while let Some(d) = p
-            .module
-            .schedules
-            .iter()
-            .find(|d| Some(&d.name) == w.last())
-        {
-            w.push(d.base.clone());
+        // The schedules it builds on: its base, and the schedules its steps name (the procs a
+        // `call_eqv` switches to), transitively.
+        let mut k = 0;
+        while let Some(name) = w.get(k).cloned() {
+            k += 1;
+            let Some(d) = p.module.schedules.iter().find(|d| d.name == name) else {
+                continue;
+            };
+            let named = d.steps.iter().flat_map(|s| &s.args).map(|a| &a.text);
+            for n in std::iter::once(&d.base).chain(named) {
+                if !w.contains(n) && p.module.schedules.iter().any(|d| &d.name == n) {
+                    w.push(n.clone());
+                }
+            }
         }
     }
     for decl in p.module.schedules.clone() {
@@ -134,23 +162,37 @@ pub fn apply_schedules(
             );
             return Err(Error::new(&p.sources, vec![d]));
         };
-        let module = &p.module;
+        let (module, scope) = (&p.module, &p.scope);
+        // Memories, procs (instructions included) and configs of the module (earlier schedules
+        // included), its imports and the prelude, for the steps that name them.
         let memories = |name: &str| {
             module
                 .memory(name)
+                .or_else(|| scope.memories.get(name))
                 .cloned()
                 .or_else(|| weft_syntax::std_memory(name))
         };
-        let (proc, _) = weft_sched::script::apply(&decl, base, &memories, |step, proc| {
-            on_step(&decl, step, proc)
-        })
-        .map_err(|d| Error::new(&p.sources, vec![d]))?;
+        let procs = |name: &str| module.proc(name).or_else(|| scope.procs.get(name)).cloned();
+        let configs = |name: &str| {
+            module
+                .config(name)
+                .or_else(|| scope.configs.get(name))
+                .cloned()
+        };
+        let (proc, sched) =
+            weft_sched::script::apply_in(&decl, base, &memories, &procs, &configs, |step, proc| {
+                on_step(&decl, step, proc)
+            })
+            .map_err(|d| Error::new(&p.sources, vec![d]))?;
         // Every step was proved; checking the result again costs little and guards the
-        // primitives themselves.
-        if let Err(d) = weft_check::check_procs(std::slice::from_ref(&proc)) {
+        // primitives themselves. Procs made by `extract_proc` join the module before the proc
+        // that calls them.
+        let mut made: Vec<std::sync::Arc<weft_ir::Proc>> = sched.extracted().to_vec();
+        made.push(proc);
+        if let Err(d) = weft_check::check_procs(&made) {
             return Err(Error::new(&p.sources, d));
         }
-        p.module.procs.push(proc);
+        p.module.procs.extend(made);
     }
     Ok(())
 }

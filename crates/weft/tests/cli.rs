@@ -367,3 +367,44 @@ fn sched_rejects_a_step_with_place_rule_and_counterexample() {
     let out = text(&weft(&["sched", &f, "nope"]));
     assert!(out.contains("no schedule named `nope`"), "{out}");
 }
+
+#[test]
+fn check_rejects_a_racy_parallel_loop_with_the_two_iterations() {
+    rejects(
+        "proc total(n: size, x: f32[n] @ DRAM, s: f32[1] @ DRAM) {\n    for i in par(0..n) {\n        s[0] += x[i];\n    }\n}\n",
+        "race",
+        &["may race", "i' = "],
+    );
+}
+
+#[test]
+fn run_executes_a_parallel_loop_on_threads_and_matches_the_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "par.weft",
+        "proc rows(m: size, n: size, a: f32[m, n] @ DRAM, y: f32[m] @ DRAM) {\n    for i in par(0..m) {\n        y[i] = 0.0;\n        for j in 0..n {\n            y[i] += a[i, j];\n        }\n    }\n}\n",
+    );
+    let c = weft(&["c", &f]);
+    assert!(
+        text(&c).contains("#pragma omp parallel for"),
+        "{}",
+        text(&c)
+    );
+    for m in ["1", "37"] {
+        let o = weft(&[
+            "run",
+            &f,
+            "--proc",
+            "rows",
+            "--size",
+            &format!("m={m}"),
+            "--size",
+            "n=5",
+            "--reps",
+            "1",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("identical"), "{}", text(&o));
+    }
+}

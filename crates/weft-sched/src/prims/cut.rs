@@ -8,7 +8,7 @@
 //! one, in order), and `c` is a quasi-affine control expression over names in scope at the loop.
 //! An equivalence: the same iterations run in the same order.
 
-use super::{describe, for_stmt, ivar, loop_at, require, term_at, Rewrite};
+use super::{describe, for_stmt, ivar, keep_parallel, loop_at, require, term_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
@@ -57,7 +57,10 @@ pub fn cut(
             l.stmt.span,
         ),
         for_stmt(x2, c.clone(), l.hi.clone(), second, l.stmt.span),
-    ];
+    ]
+    .into_iter()
+    .map(|s| keep_parallel(s, l.parallel))
+    .collect();
     Ok(Rewrite {
         proc: path::replace_stmt(p, at, new),
         forward: Forward::replaced(at, 2, |rel| Some(rel.to_vec())),

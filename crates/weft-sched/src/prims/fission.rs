@@ -11,7 +11,7 @@
 //! `∀ x, x'. Bd(x) ∧ Bd(x') ∧ x' < x ⇒ Commutes(Eff s1[x], Eff s2[x'])`. The loop bounds, now
 //! evaluated a second time after `s1`'s loop, must not read a config field that `s1` writes.
 
-use super::{conflict_error, describe, for_stmt, ivar, loop_at, stmt_at, Rewrite};
+use super::{conflict_error, describe, for_stmt, ivar, keep_parallel, loop_at, stmt_at, Rewrite};
 use crate::effects::{block_mentions, index_term, primed, Analysis, Root};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
@@ -58,14 +58,20 @@ pub fn fission(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite
 
     let x2 = Sym::new(l.var.name());
     let second_body = Subst::new().var(l.var, ivar(&x2)).block(second);
-    let loop1 = for_stmt(
-        l.var.clone(),
-        l.lo.clone(),
-        l.hi.clone(),
-        first.to_vec(),
-        l.stmt.span,
+    let loop1 = keep_parallel(
+        for_stmt(
+            l.var.clone(),
+            l.lo.clone(),
+            l.hi.clone(),
+            first.to_vec(),
+            l.stmt.span,
+        ),
+        l.parallel,
     );
-    let loop2 = for_stmt(x2, l.lo.clone(), l.hi.clone(), second_body, l.stmt.span);
+    let loop2 = keep_parallel(
+        for_stmt(x2, l.lo.clone(), l.hi.clone(), second_body, l.stmt.span),
+        l.parallel,
+    );
     let cut = k + 1;
     let forward = Forward::replaced(&loop_path, 2, move |rel| {
         let mut out = rel.to_vec();

@@ -49,6 +49,7 @@ pub fn fuse(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite, S
             lo: l1.lo.clone(),
             hi: l1.hi.clone(),
             body: body.clone(),
+            parallel: false,
         },
         l1.stmt.span,
     );

@@ -34,7 +34,7 @@
 //!   them, and would lose the accesses made through such a window).
 
 use super::set_memory::alloc_at;
-use super::{describe, for_stmt, loop_at, require, term_at, Rewrite};
+use super::{describe, for_stmt, keep_parallel, loop_at, require, term_at, Rewrite};
 use crate::effects::{mentions, primed, subst_term, Access, AccessKind, Analysis, Effects, Root};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
@@ -232,7 +232,10 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
             },
             site.stmt.span,
         ),
-        for_stmt(l.var.clone(), l.lo.clone(), l.hi.clone(), new_body, span),
+        keep_parallel(
+            for_stmt(l.var.clone(), l.lo.clone(), l.hi.clone(), new_body, span),
+            l.parallel,
+        ),
     ];
     if let Some(f) = free {
         new.push(Stmt::new(StmtKind::Free { buf: t2 }, l.body[f].span));
@@ -268,7 +271,7 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
 
 /// Whether the write `w` definitely writes, in the same iteration, the cell the read `r` reads
 /// (see the module comment for the witness construction).
-fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -> bool {
+pub(crate) fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -> bool {
     if w.idx.len() != r.idx.len() {
         return false;
     }
@@ -310,7 +313,7 @@ fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -> bool {
     a.prove(&all, &Term::And(goal)).is_ok()
 }
 
-fn has_stride_expr(e: &weft_ir::Expr) -> bool {
+pub(crate) fn has_stride_expr(e: &weft_ir::Expr) -> bool {
     let mut hit = false;
     weft_ir::visit::walk_expr(e, &mut |x| {
         hit |= matches!(x.kind, ExprKind::Stride { .. });
@@ -319,7 +322,7 @@ fn has_stride_expr(e: &weft_ir::Expr) -> bool {
 }
 
 /// Whether a block (or a proc it calls) holds a `stride(...)` expression.
-fn has_stride(b: &[Stmt]) -> bool {
+pub(crate) fn has_stride(b: &[Stmt]) -> bool {
     let mut hit = false;
     let v: Vec<Stmt> = b.to_vec();
     weft_ir::visit::walk_block(&v, &mut |s| {

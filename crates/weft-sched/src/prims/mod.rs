@@ -4,27 +4,38 @@
 //! [`Analysis`]) before building the new proc.
 
 pub mod add_guard;
+pub mod bind_config;
 pub mod bind_expr;
+pub mod call_eqv;
 pub mod cut;
 pub mod delete_pass;
+pub mod divide_dim;
 pub mod expand_dim;
+pub mod extract_proc;
 pub mod fission;
 pub mod fuse;
+pub mod inline_assign;
 pub mod inline_call;
 pub mod lift_alloc;
 pub mod lift_if;
+pub mod parallelize;
+pub mod partial_eval;
 pub mod remove_loop;
 pub mod rename;
 pub mod reorder_loops;
 pub mod reorder_stmts;
+pub mod replace;
+pub mod reuse_buffer;
 pub mod set_memory;
 pub mod set_precision;
 pub mod shift;
 pub mod simplify;
+pub mod sink_alloc;
 pub mod specialize;
 pub mod split;
 pub mod stage_mem;
 pub mod unroll;
+pub mod write_config;
 
 use crate::effects::{Analysis, Conflict};
 use crate::error::SchedError;
@@ -47,6 +58,7 @@ pub(crate) struct Loop<'a> {
     pub lo: &'a Expr,
     pub hi: &'a Expr,
     pub body: &'a [Stmt],
+    pub parallel: bool,
 }
 
 /// The statement at a path, or an error naming the primitive.
@@ -67,12 +79,19 @@ pub(crate) fn loop_at<'a>(
 ) -> Result<Loop<'a>, SchedError> {
     let s = stmt_at(prim, p, at)?;
     match &s.kind {
-        StmtKind::For { var, lo, hi, body } => Ok(Loop {
+        StmtKind::For {
+            var,
+            lo,
+            hi,
+            body,
+            parallel,
+        } => Ok(Loop {
             stmt: s,
             var,
             lo,
             hi,
             body,
+            parallel: *parallel,
         }),
         _ => Err(SchedError::new(prim, "expected a loop").at(s.span, describe(s))),
     }
@@ -140,7 +159,41 @@ pub(crate) fn term_at(
 
 /// A `for` statement.
 pub(crate) fn for_stmt(var: Sym, lo: Expr, hi: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
-    Stmt::new(StmtKind::For { var, lo, hi, body }, span)
+    Stmt::new(
+        StmtKind::For {
+            var,
+            lo,
+            hi,
+            body,
+            parallel: false,
+        },
+        span,
+    )
+}
+
+/// `s` (a loop built by a rewrite of a loop) marked parallel when `parallel` is set. Rewrites that
+/// keep a loop's iterations (moving code in or out of it, cutting or shifting its range) keep its
+/// mark; [`crate::Schedule`] proves every parallel loop race-free again after each step.
+pub(crate) fn keep_parallel(s: Stmt, parallel: bool) -> Stmt {
+    match &s.kind {
+        StmtKind::For {
+            var,
+            lo,
+            hi,
+            body,
+            parallel: false,
+        } if parallel => Stmt::new(
+            StmtKind::For {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: body.clone(),
+                parallel,
+            },
+            s.span,
+        ),
+        _ => s,
+    }
 }
 
 /// A control integer variable expression.

@@ -138,6 +138,7 @@ pub fn reorder_loops(
             lo: outer.lo.clone(),
             hi: outer.hi.clone(),
             body: inner.body.to_vec(),
+            parallel: false,
         },
         outer.stmt.span,
     );
@@ -147,6 +148,7 @@ pub fn reorder_loops(
             lo: inner.lo.clone(),
             hi: inner.hi.clone(),
             body: vec![new_inner],
+            parallel: false,
         },
         inner.stmt.span,
     );

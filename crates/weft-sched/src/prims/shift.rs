@@ -7,7 +7,7 @@
 //! Always an equivalence (the same iterations in the same order, renumbered); `n` must be a
 //! quasi-affine control expression over names in scope at the loop.
 
-use super::{for_stmt, ivar, loop_at, term_at, Rewrite};
+use super::{for_stmt, ivar, keep_parallel, loop_at, term_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
@@ -33,7 +33,14 @@ pub fn shift(
         .block(l.body);
     let hi = Expr::binary(BinOp::Sub, l.hi.clone(), delta);
     Ok(Rewrite {
-        proc: path::replace_stmt(p, at, vec![for_stmt(x2, n.clone(), hi, body, l.stmt.span)]),
+        proc: path::replace_stmt(
+            p,
+            at,
+            vec![keep_parallel(
+                for_stmt(x2, n.clone(), hi, body, l.stmt.span),
+                l.parallel,
+            )],
+        ),
         forward: Forward::identity(),
     })
 }

@@ -121,6 +121,7 @@ fn main() -> ExitCode {
             let mut program = weft::parse(&file)?;
             let stats = weft::check::check_module(&program.module)
                 .map_err(|d| Error::new(&program.sources, d))?;
+            weft::check_parallel_loops(&program)?;
             let schedules = program.module.schedules.len();
             weft::apply_schedules(&mut program, None, |_, _, _| {})?;
             println!(

@@ -1,0 +1,124 @@
+//! `parallelize`: mark a loop parallel.
+//!
+//! ```text
+//! for x in lo..hi { s }  ⇝  for x in par(lo..hi) { s }
+//! ```
+//!
+//! A parallel loop's iterations may run at the same time and in any order (the C backend makes it
+//! an OpenMP worksharing loop), so the rewrite preserves the meaning exactly when no two different
+//! iterations race. With `a` the body's effects and `a'` a second copy with every bound variable
+//! renamed apart, the condition is
+//!
+//! `∀ x, x'. Bd(x) ∧ Bd(x') ∧ x ≠ x' ⇒ ¬Conflict(a[x], a'[x'])`
+//!
+//! where two accesses conflict when they may touch one location and are not both reads. Unlike
+//! `reorder_loops` (the paper's `Commutes`), two *reductions* into one cell conflict too: each is
+//! a read-modify-write, and two threads doing one at the same time lose an update. A config field
+//! is one shared location, so a body that writes a field any other iteration reads or writes is
+//! rejected as well. Buffers allocated inside the body are private to an iteration (they are not
+//! effects of the body), which is how per-iteration scratch space stays legal. The counterexample
+//! names the sizes and the two iterations (`x` and `x'`) that race.
+//!
+//! Because a later step may change a parallel loop's body or its context, [`check_parallel_loops`]
+//! proves the same condition for every parallel loop of a proc; the [`crate::Schedule`] runs it
+//! after each step that leaves one in place, and the `weft` facade runs it on procs whose source
+//! writes `par(...)` loops.
+
+use super::{conflict_error, describe, loop_at, Rewrite};
+use crate::effects::{index_term, primed, Analysis};
+use crate::error::SchedError;
+use crate::find::all_stmts;
+use crate::path::{self, Forward, Path};
+use std::collections::HashMap;
+use weft_check::smt::Term;
+use weft_check::terms::sym_var;
+use weft_ir::{Proc, Stmt, StmtKind};
+
+const PRIM: &str = "parallelize";
+
+/// Mark the loop at `at` parallel, after proving its iterations race-free.
+pub fn parallelize(a: &mut Analysis, p: &Proc, at: &Path) -> Result<Rewrite, SchedError> {
+    let l = loop_at(PRIM, p, at)?;
+    prove_race_free(a, p, at, PRIM)?;
+    let marked = Stmt::new(
+        StmtKind::For {
+            var: l.var.clone(),
+            lo: l.lo.clone(),
+            hi: l.hi.clone(),
+            body: l.body.to_vec(),
+            parallel: true,
+        },
+        l.stmt.span,
+    );
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, at, vec![marked]),
+        forward: Forward::identity(),
+    })
+}
+
+/// Prove that two different iterations of the loop at `at` never race (see the module doc).
+/// `prim` names the step in the error.
+pub fn prove_race_free(
+    a: &mut Analysis,
+    p: &Proc,
+    at: &Path,
+    prim: &'static str,
+) -> Result<(), SchedError> {
+    let l = loop_at(prim, p, at)?;
+    let body_scope = a.scope_at(p, &at.child(0, 0));
+    // Calls as written, not through their simplest equivalent version: a scheduled callee may
+    // touch more cells than its original (writing a staged value back unchanged, say), which is
+    // harmless in sequence but a race between threads.
+    let eff = a.effects_as_written(&body_scope, l.body);
+    let xv = sym_var(l.var);
+    let x2v = primed(&xv);
+    let mut second = eff.rename_bound();
+    let map: HashMap<u64, Term> = [(l.var.id(), Term::IntVar(x2v.clone()))]
+        .into_iter()
+        .collect();
+    second = second.subst(&map);
+    let (x, x2) = (index_term(l.var), Term::IntVar(x2v));
+    let mut extra = vec![Term::not(Term::eq(x, x2.clone()))];
+    let outer = a.scope_at(p, at);
+    if let (Some(lo), Some(hi)) = (a.term(&outer, l.lo), a.term(&outer, l.hi)) {
+        extra.push(Term::le(lo, x2.clone()));
+        extra.push(Term::lt(x2, hi));
+    }
+    if let Some(c) = a.conflict(&body_scope.facts, &extra, &eff, &second, true) {
+        return Err(conflict_error(
+            prim,
+            format!(
+                "iterations of '{}' may race: two different iterations touch one location \
+                 and one of them writes it",
+                l.var.name()
+            ),
+            c,
+        )
+        .at(l.stmt.span, describe(l.stmt)));
+    }
+    Ok(())
+}
+
+/// Prove every parallel loop of `p` race-free; the first one that is not gives the error.
+pub fn check_parallel_loops(
+    a: &mut Analysis,
+    p: &Proc,
+    prim: &'static str,
+) -> Result<(), SchedError> {
+    let loops: Vec<Path> = all_stmts(p)
+        .into_iter()
+        .filter(|(_, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }))
+        .map(|(at, _)| at)
+        .collect();
+    for at in loops {
+        prove_race_free(a, p, &at, prim)?;
+    }
+    Ok(())
+}
+
+/// Whether a proc has a parallel loop.
+pub fn has_parallel_loops(p: &Proc) -> bool {
+    all_stmts(p)
+        .iter()
+        .any(|(_, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }))
+}

@@ -1,0 +1,137 @@
+//! `parallelize`: accepted on race-free loops (results compared with the original on the
+//! interpreter, which runs parallel loops backwards), rejected on races with the two iterations as
+//! counterexample, and later steps that would introduce a race into a parallel loop are rejected.
+
+mod common;
+
+use common::{cex, rejected, rejected_at, same_results, sched, text};
+
+const ROWS: &str = "proc rows(m: size, n: size, a: f32[m, n] @ DRAM, y: f32[m] @ DRAM) {
+    for i in 0..m {
+        y[i] = 0.0;
+        for j in 0..n {
+            y[i] += a[i, j];
+        }
+    }
+}";
+
+#[test]
+fn parallelize_accepts_independent_rows_with_reductions_into_their_own_cells() {
+    let mut s = sched(ROWS);
+    let i = s.find("for i").unwrap();
+    s.parallelize(&i).unwrap();
+    assert!(text(&s).contains("for i in par(0..m) {"), "{}", text(&s));
+    for (m, n) in [(1, 1), (5, 3), (8, 7)] {
+        same_results(&s, &[("m", m), ("n", n)]);
+    }
+}
+
+#[test]
+fn parallelize_rejects_a_reduction_into_a_shared_cell() {
+    // Two reductions into one cell commute (reorder_loops accepts them) but race in parallel.
+    let src = "proc total(n: size, x: f32[n] @ DRAM, s: f32[1] @ DRAM) {
+        for i in 0..n {
+            s[0] += x[i];
+        }
+    }";
+    let e = rejected_at(
+        src,
+        "for i",
+        |s, c| s.parallelize(c),
+        "parallelize",
+        "may race",
+    );
+    assert_ne!(cex(&e, "i"), cex(&e, "i'"), "{e}");
+    assert!(cex(&e, "n") >= 2, "{e}");
+}
+
+#[test]
+fn parallelize_rejects_a_loop_carried_dependence_with_the_two_iterations() {
+    let src = "proc shift(n: size, x: f32[n + 1] @ DRAM) {
+        for i in 0..n {
+            x[i + 1] = x[i] * 2.0;
+        }
+    }";
+    let e = rejected_at(
+        src,
+        "for i",
+        |s, c| s.parallelize(c),
+        "parallelize",
+        "may race",
+    );
+    let (i, i2) = (cex(&e, "i"), cex(&e, "i'"));
+    assert_eq!((i - i2).abs(), 1, "{e}");
+}
+
+#[test]
+fn parallelize_rejects_a_shared_scratch_buffer_and_accepts_a_private_one() {
+    let shared = "proc sq(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+        alloc t: f32[1] @ DRAM_STACK;
+        for i in 0..n {
+            t[0] = x[i] * x[i];
+            y[i] = t[0];
+        }
+    }";
+    rejected_at(
+        shared,
+        "for i",
+        |s, c| s.parallelize(c),
+        "parallelize",
+        "may race",
+    );
+    let private = "proc sq(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+        for i in 0..n {
+            alloc t: f32[1] @ DRAM_STACK;
+            t[0] = x[i] * x[i];
+            y[i] = t[0];
+        }
+    }";
+    let mut s = sched(private);
+    let i = s.find("for i").unwrap();
+    s.parallelize(&i).unwrap();
+    same_results(&s, &[("n", 6)]);
+
+    // Lifting the private buffer out of the parallel loop would share it between iterations:
+    // lift_alloc alone is an equivalence, but the parallel loop it leaves behind would race.
+    let t = s.find("alloc t").unwrap();
+    let e = rejected(s.lift_alloc(&t), "lift_alloc", "may race");
+    assert!(e.to_string().contains("t"), "{e}");
+}
+
+#[test]
+fn parallelize_rejects_a_config_write_in_the_body() {
+    let src = "config Cfg { scale: f32 }
+    proc cw(n: size, x: f32[n] @ DRAM) {
+        for i in 0..n {
+            Cfg.scale = x[i];
+            x[i] = Cfg.scale * 2.0;
+        }
+    }";
+    rejected_at(
+        src,
+        "for i",
+        |s, c| s.parallelize(c),
+        "parallelize",
+        "may race",
+    );
+}
+
+#[test]
+fn parallel_tiles_after_split_and_text_schedule() {
+    // Tile, then run the outer tiles in parallel: tiles write disjoint rows.
+    let mut s = sched(ROWS);
+    let i = s.find("for i").unwrap();
+    s.split(&i, 4, "io", "ii", weft_sched::Tail::Guard).unwrap();
+    let io = s.find("for io").unwrap();
+    s.parallelize(&io).unwrap();
+    for m in [1, 4, 9] {
+        same_results(&s, &[("m", m), ("n", 3)]);
+    }
+    // A split of the parallel loop is sequential again (always safe), and the split proc checks.
+    let mut s2 = sched(ROWS);
+    let i = s2.find("for i").unwrap();
+    s2.parallelize(&i).unwrap();
+    s2.split(&i, 4, "io", "ii", weft_sched::Tail::Cut).unwrap();
+    assert!(!text(&s2).contains("par("), "{}", text(&s2));
+    same_results(&s2, &[("m", 7), ("n", 2)]);
+}

@@ -1,0 +1,222 @@
+//! `replace`: a block becomes a call when it unifies with the callee's body modulo linear
+//! equalities (window arguments inferred), and is rejected on a mismatched operation, a
+//! mismatched loop structure, or a violated callee precondition.
+
+mod common;
+
+use common::{cex, module_of, rejected, same_results, text};
+use std::sync::Arc;
+use weft_ir::Proc;
+use weft_sched::Schedule;
+
+/// The schedule of proc `name` of `src`, and the module's proc `callee`.
+fn setup(src: &str, name: &str, callee: &str) -> (Schedule, Arc<Proc>) {
+    let m = module_of(src);
+    let mut s = Schedule::new(m.proc(name).unwrap().clone());
+    s.recheck = true;
+    (s, m.proc(callee).unwrap().clone())
+}
+
+const COPY: &str = "
+proc copy16(dst: [f32][16] @ DRAM, src: [f32][16] @ DRAM) {
+    for i in 0..16 {
+        dst[i] = src[i];
+    }
+}
+proc rows(n: size, x: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM) {
+    for r in 0..n {
+        for c in 0..16 {
+            y[r, c] = x[r, c];
+        }
+    }
+}";
+
+#[test]
+fn replace_infers_row_windows() {
+    let (mut s, copy) = setup(COPY, "rows", "copy16");
+    let c = s.find("for c").unwrap();
+    s.replace(&c, &copy).unwrap();
+    let t = text(&s);
+    assert!(t.contains("copy16(y[r, 0:16], x[r, 0:16]);"), "{t}");
+    for n in [1, 3] {
+        same_results(&s, &[("n", n)]);
+    }
+}
+
+const SCALE: &str = "
+proc scale(m: size, dst: [f32][m] @ DRAM, src: [f32][m] @ DRAM) {
+    for i in 0..m {
+        dst[i] = src[i] * 2.0;
+    }
+}
+proc scale4(m: size, dst: [f32][m] @ DRAM, src: [f32][m] @ DRAM) {
+    assert m % 4 == 0;
+    for i in 0..m {
+        dst[i] = src[i] * 2.0;
+    }
+}
+proc p(n: size, x: f32[n + 10] @ DRAM, y: f32[n + 12] @ DRAM) {
+    for j in 0..n {
+        y[j + 4] = x[2 + j] * 2.0;
+    }
+    for j in 0..6 {
+        y[j] = x[j] + 2.0;
+    }
+}";
+
+#[test]
+fn replace_infers_sizes_and_offsets_from_linear_equations() {
+    let (mut s, scale) = setup(SCALE, "p", "scale");
+    let j = s.find("for j").unwrap();
+    s.replace(&j, &scale).unwrap();
+    let t = text(&s);
+    assert!(t.contains("scale(n, y[4:n + 4], x[2:n + 2]);"), "{t}");
+    for n in [1, 5, 8] {
+        same_results(&s, &[("n", n)]);
+    }
+}
+
+#[test]
+fn replace_rejects_a_mismatched_operation() {
+    let (mut s, scale) = setup(SCALE, "p", "scale");
+    let j = s.find("for j #1").unwrap();
+    let e = rejected(s.replace(&j, &scale), "replace", "does not match");
+    assert!(e.message.contains("x[j] + 2.0"), "{e}");
+}
+
+#[test]
+fn replace_rejects_a_violated_precondition_with_a_counterexample() {
+    let (mut s, scale4) = setup(SCALE, "p", "scale4");
+    let j = s.find("for j").unwrap();
+    let e = rejected(s.replace(&j, &scale4), "replace", "precondition");
+    assert_ne!(cex(&e, "n") % 4, 0, "{e}");
+}
+
+const TRANSPOSE: &str = "
+proc copy16(dst: [f32][16] @ DRAM, src: [f32][16] @ DRAM) {
+    for i in 0..16 {
+        dst[i] = src[i];
+    }
+}
+proc t(x: f32[16, 16] @ DRAM, y: f32[16, 16] @ DRAM) {
+    for r in 0..16 {
+        for c in 0..16 {
+            y[r, c] = x[c, r];
+        }
+    }
+    for r in 0..16 {
+        for c in 0..16 {
+            y[r, c] = x[r, 15 - c];
+        }
+    }
+}";
+
+#[test]
+fn replace_picks_the_window_dimension_that_carries_the_loop_variable() {
+    // The paper's disjunction: a 1-D window of a 2-D buffer is a row or a column.
+    let (mut s, copy) = setup(TRANSPOSE, "t", "copy16");
+    let c = s.find("for c").unwrap();
+    s.replace(&c, &copy).unwrap();
+    let t = text(&s);
+    assert!(t.contains("copy16(y[r, 0:16], x[0:16, r]);"), "{t}");
+    same_results(&s, &[]);
+}
+
+#[test]
+fn replace_rejects_a_loop_variable_used_differently() {
+    // A reversed access: the loop variable runs the other way.
+    let (mut s, copy) = setup(TRANSPOSE, "t", "copy16");
+    let c = s.find("for c #1").unwrap();
+    let e = rejected(s.replace(&c, &copy), "replace", "no window");
+    assert!(e.message.contains("copy16"), "{e}");
+}
+
+#[test]
+fn replace_with_avx512_instructions_then_set_memory() {
+    // The vector-FMA kernel written with plain loops on a stack buffer, turned into AVX-512
+    // instructions by replace, then the buffer moved into registers.
+    let src = r#"
+import "avx512";
+proc instrs(x: f32[16] @ DRAM) {
+    alloc u: f32[16] @ AVX512;
+    alloc v: f32[16] @ AVX512;
+    alloc w: f32[16] @ AVX512;
+    mm512_loadu_ps(v, x);
+    mm512_fmadd_ps(u, v, w);
+    mm512_storeu_ps(x, v);
+}
+proc axpy(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, c: f32[16] @ DRAM) {
+    alloc acc: f32[16] @ DRAM_STACK;
+    alloc va: f32[16] @ DRAM_STACK;
+    alloc vb: f32[16] @ DRAM_STACK;
+    for i in 0..16 {
+        acc[i] = c[i];
+    }
+    for r in 0..n {
+        for i in 0..16 {
+            va[i] = a[r, i];
+        }
+        for i in 0..16 {
+            vb[i] = b[r, i];
+        }
+        for i in 0..16 {
+            acc[i] = fma(va[i], vb[i], acc[i]);
+        }
+    }
+    for i in 0..16 {
+        c[i] = acc[i];
+    }
+}"#;
+    let m = module_of(src);
+    let instr = |name: &str| -> Arc<Proc> {
+        m.proc("instrs")
+            .unwrap()
+            .body
+            .iter()
+            .find_map(|s| match &s.kind {
+                weft_ir::StmtKind::Call { proc, .. } if proc.name == name => Some(proc.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let mut s = Schedule::new(m.proc("axpy").unwrap().clone());
+    let (load, fmadd, store) = (
+        instr("mm512_loadu_ps"),
+        instr("mm512_fmadd_ps"),
+        instr("mm512_storeu_ps"),
+    );
+    // A store has the same body as a load (a copy), but reads a register: `c` is an argument in
+    // DRAM and cannot move.
+    let first = s.find("for i").unwrap();
+    rejected(
+        s.replace(&first, &store),
+        "replace",
+        "expects memory AVX512",
+    );
+    s.replace(&first, &load).unwrap();
+    for k in 0..2 {
+        let l = s.find("for i").unwrap();
+        s.replace(&l, &load)
+            .unwrap_or_else(|e| panic!("load {k}: {e}"));
+    }
+    let f = s.find("for i").unwrap();
+    s.replace(&f, &fmadd).unwrap();
+    let st = s.find("for i").unwrap();
+    s.replace(&st, &store).unwrap();
+    let avx512 = match &m.proc("instrs").unwrap().body[0].kind {
+        weft_ir::StmtKind::Alloc { ty, .. } => ty.mem.clone(),
+        _ => unreachable!(),
+    };
+    for buf in ["acc", "va", "vb"] {
+        let a = s.find(&format!("alloc {buf}")).unwrap();
+        s.set_memory(&a, avx512.clone()).unwrap();
+    }
+    let t = text(&s);
+    assert!(t.contains("mm512_loadu_ps(va, a[r, 0:16]);"), "{t}");
+    assert!(t.contains("mm512_fmadd_ps(acc, va, vb);"), "{t}");
+    assert!(t.contains("mm512_storeu_ps(c, acc);"), "{t}");
+    weft_check::check_proc(s.proc()).unwrap();
+    for n in [1, 4] {
+        same_results(&s, &[("n", n)]);
+    }
+}

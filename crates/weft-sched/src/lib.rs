@@ -11,6 +11,7 @@
 pub mod effects;
 pub mod error;
 pub mod find;
+mod lin;
 pub mod path;
 pub mod prims;
 pub mod rewrite;

@@ -11,63 +11,42 @@
 
 use weft_ir::{BinOp, Const, Expr, ExprKind, Stmt, StmtKind, Ty, UnOp, WinCoord};
 
-/// A linear combination of atoms.
-struct Lin {
-    terms: Vec<(String, Expr, i64)>,
-    constant: i64,
+/// An atom of the normal form: a sub-expression that is not affine, merged with the atoms that
+/// print the same.
+#[derive(Clone)]
+struct Atom {
+    text: String,
+    expr: Expr,
 }
 
+impl Atom {
+    fn new(expr: Expr) -> Atom {
+        Atom {
+            text: weft_ir::print::expr_to_string(&expr),
+            expr,
+        }
+    }
+}
+
+impl PartialEq for Atom {
+    fn eq(&self, other: &Atom) -> bool {
+        self.text == other.text
+    }
+}
+
+impl crate::lin::Atom for Atom {
+    const DROP_ZEROS: bool = false;
+}
+
+type Lin = crate::lin::Lin<Atom>;
+
 impl Lin {
-    fn constant(c: i64) -> Lin {
-        Lin {
-            terms: vec![],
-            constant: c,
-        }
-    }
-
-    fn atom(e: Expr) -> Lin {
-        Lin {
-            terms: vec![(weft_ir::print::expr_to_string(&e), e, 1)],
-            constant: 0,
-        }
-    }
-
-    fn add(mut self, other: Lin, sign: i64) -> Option<Lin> {
-        self.constant = self
-            .constant
-            .checked_add(other.constant.checked_mul(sign)?)?;
-        for (k, e, c) in other.terms {
-            let c = c.checked_mul(sign)?;
-            match self.terms.iter_mut().find(|t| t.0 == k) {
-                Some(t) => t.2 = t.2.checked_add(c)?,
-                None => self.terms.push((k, e, c)),
-            }
-        }
-        Some(self)
-    }
-
-    fn scale(mut self, k: i64) -> Option<Lin> {
-        self.constant = self.constant.checked_mul(k)?;
-        for t in &mut self.terms {
-            t.2 = t.2.checked_mul(k)?;
-        }
-        Some(self)
-    }
-
-    fn as_const(&self) -> Option<i64> {
-        if self.terms.iter().all(|t| t.2 == 0) {
-            Some(self.constant)
-        } else {
-            None
-        }
-    }
-
     fn to_expr(&self) -> Expr {
         let mut out: Option<Expr> = None;
-        let terms = self.terms.iter().filter(|t| t.2 != 0);
+        let terms = self.terms.iter().filter(|t| t.1 != 0);
         // Positive terms first, so that `a - b` rather than `-b + a`.
-        let (pos, neg): (Vec<_>, Vec<_>) = terms.partition(|t| t.2 > 0);
-        for (_, e, c) in pos.into_iter().chain(neg) {
+        let (pos, neg): (Vec<_>, Vec<_>) = terms.partition(|t| t.1 > 0);
+        for (Atom { expr: e, .. }, c) in pos.into_iter().chain(neg) {
             let magnitude = c.unsigned_abs();
             let term = if magnitude == 1 {
                 e.clone()
@@ -116,7 +95,7 @@ fn linear(e: &Expr) -> Lin {
             _ => None,
         }
     };
-    go().unwrap_or_else(|| Lin::atom(e.clone()))
+    go().unwrap_or_else(|| Lin::atom(Atom::new(e.clone())))
 }
 
 /// Simplify an expression (control parts normalised, data parts rebuilt around them).

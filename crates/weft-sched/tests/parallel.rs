@@ -5,6 +5,18 @@
 mod common;
 
 use common::{cex, rejected, rejected_at, same_results, sched, text};
+use weft_sched::{SchedError, Schedule};
+
+/// `parallelize` of `for i` in `src` is rejected because iterations may race.
+fn parallelize_races(src: &str) -> SchedError {
+    rejected_at(
+        src,
+        "for i",
+        Schedule::parallelize,
+        "parallelize",
+        "may race",
+    )
+}
 
 const ROWS: &str = "proc rows(m: size, n: size, a: f32[m, n] @ DRAM, y: f32[m] @ DRAM) {
     for i in 0..m {
@@ -34,13 +46,7 @@ fn parallelize_rejects_a_reduction_into_a_shared_cell() {
             s[0] += x[i];
         }
     }";
-    let e = rejected_at(
-        src,
-        "for i",
-        |s, c| s.parallelize(c),
-        "parallelize",
-        "may race",
-    );
+    let e = parallelize_races(src);
     assert_ne!(cex(&e, "i"), cex(&e, "i'"), "{e}");
     assert!(cex(&e, "n") >= 2, "{e}");
 }
@@ -52,13 +58,7 @@ fn parallelize_rejects_a_loop_carried_dependence_with_the_two_iterations() {
             x[i + 1] = x[i] * 2.0;
         }
     }";
-    let e = rejected_at(
-        src,
-        "for i",
-        |s, c| s.parallelize(c),
-        "parallelize",
-        "may race",
-    );
+    let e = parallelize_races(src);
     let (i, i2) = (cex(&e, "i"), cex(&e, "i'"));
     assert_eq!((i - i2).abs(), 1, "{e}");
 }
@@ -72,13 +72,7 @@ fn parallelize_rejects_a_shared_scratch_buffer_and_accepts_a_private_one() {
             y[i] = t[0];
         }
     }";
-    rejected_at(
-        shared,
-        "for i",
-        |s, c| s.parallelize(c),
-        "parallelize",
-        "may race",
-    );
+    parallelize_races(shared);
     let private = "proc sq(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
         for i in 0..n {
             alloc t: f32[1] @ DRAM_STACK;
@@ -107,13 +101,7 @@ fn parallelize_rejects_a_config_write_in_the_body() {
             x[i] = Cfg.scale * 2.0;
         }
     }";
-    rejected_at(
-        src,
-        "for i",
-        |s, c| s.parallelize(c),
-        "parallelize",
-        "may race",
-    );
+    parallelize_races(src);
 }
 
 #[test]

@@ -5,41 +5,27 @@
 
 mod common;
 
-use common::{cex, module_of, rejected, rejected_at, same_results, sched, stack, text, var_of};
+use common::{
+    arg_of, cex, lacks, module_of, rejected, rejected_at, same_for_n, same_results, sched, shows,
+    stack, text, var_of,
+};
 use std::sync::Arc;
 use weft_ir::{Config, DType, Expr, StmtKind, Ty};
-use weft_sched::Schedule;
-
-/// The scheduled proc's text contains each of `parts`.
-fn shows(s: &Schedule, parts: &[&str]) {
-    let t = text(s);
-    for part in parts {
-        assert!(t.contains(part), "no '{part}' in\n{t}");
-    }
-}
-
-/// The scheduled proc's text contains none of `parts`.
-fn lacks(s: &Schedule, parts: &[&str]) {
-    let t = text(s);
-    for part in parts {
-        assert!(!t.contains(part), "'{part}' still in\n{t}");
-    }
-}
-
-/// The scheduled proc gives the original's results at each size `n`.
-fn same_for_n(s: &Schedule, ns: &[i64]) {
-    for &n in ns {
-        same_results(s, &[("n", n)]);
-    }
-}
-
-/// A control argument of the proc, as an expression.
-fn arg_of(s: &Schedule, name: &str) -> Expr {
-    let a = s.proc().arg(name).unwrap();
-    Expr::var(&a.sym, Ty::Int)
-}
+use weft_sched::{SchedError, Schedule};
 
 // ----- inline_assign -----
+
+/// `inline_assign` of the statement matching `pattern` in `src` is rejected with a message
+/// containing `message`.
+fn inline_assign_rejected(src: &str, pattern: &str, message: &str) -> SchedError {
+    rejected_at(
+        src,
+        pattern,
+        Schedule::inline_assign,
+        "inline_assign",
+        message,
+    )
+}
 
 #[test]
 fn inline_assign_replaces_the_reads_of_a_scalar_and_deletes_it() {
@@ -127,11 +113,9 @@ fn inline_assign_rejects_an_intervening_write() {
         y[i] = t;
     }
 }";
-    let e = rejected_at(
+    let e = inline_assign_rejected(
         src,
         "t =",
-        Schedule::inline_assign,
-        "inline_assign",
         "writes the cell of 't' or a location the value assigned reads",
     );
     assert!(0 <= cex(&e, "i") && cex(&e, "i") < cex(&e, "n"), "{e}");
@@ -147,13 +131,7 @@ fn inline_assign_rejects_an_intervening_write() {
         z[i] = t;
     }
 }";
-    rejected_at(
-        src,
-        "t =",
-        Schedule::inline_assign,
-        "inline_assign",
-        "writes the cell of 't'",
-    );
+    inline_assign_rejected(src, "t =", "writes the cell of 't'");
 }
 
 #[test]
@@ -169,11 +147,9 @@ fn inline_assign_rejects_a_write_that_is_read_later() {
         z[j] = t[j];
     }
 }";
-    let e = rejected_at(
+    let e = inline_assign_rejected(
         src,
         "t =",
-        Schedule::inline_assign,
-        "inline_assign",
         "is not replaced may see the value this assignment writes",
     );
     assert_eq!(cex(&e, "i'"), cex(&e, "j"), "{e}");
@@ -186,13 +162,7 @@ fn inline_assign_rejects_a_write_that_is_read_later() {
         y[i] = t[i % 4] + t[0];
     }
 }";
-    let e = rejected_at(
-        src,
-        "t =",
-        Schedule::inline_assign,
-        "inline_assign",
-        "is not replaced",
-    );
+    let e = inline_assign_rejected(src, "t =", "is not replaced");
     assert_eq!(cex(&e, "i") % 4, 0, "{e}");
 
     // A proc argument: the caller sees it.
@@ -200,13 +170,7 @@ fn inline_assign_rejects_a_write_that_is_read_later() {
     y[0] = x[0];
     x[0] = y[0] + 1.0;
 }";
-    rejected_at(
-        src,
-        "y =",
-        Schedule::inline_assign,
-        "inline_assign",
-        "is an argument of the proc",
-    );
+    inline_assign_rejected(src, "y =", "is an argument of the proc");
 }
 
 #[test]
@@ -221,23 +185,16 @@ fn inline_assign_rejects_reductions_and_self_reads() {
         y[i] = t[0] + t[1];
     }
 }";
-    rejected_at(
-        src,
-        "t = #1",
-        Schedule::inline_assign,
-        "inline_assign",
-        "reads the cell of 't' it is assigned to",
-    );
-    rejected_at(
-        src,
-        "t +=",
-        Schedule::inline_assign,
-        "inline_assign",
-        "not an assignment",
-    );
+    inline_assign_rejected(src, "t = #1", "reads the cell of 't' it is assigned to");
+    inline_assign_rejected(src, "t +=", "not an assignment");
 }
 
 // ----- sink_alloc -----
+
+/// `sink_alloc` of `alloc t` in `src` is rejected with a message containing `message`.
+fn sink_alloc_rejected(src: &str, message: &str) -> SchedError {
+    rejected_at(src, "alloc t", Schedule::sink_alloc, "sink_alloc", message)
+}
 
 const HOISTED: &str = "proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
     alloc t: f32[4] @ DRAM_STACK;
@@ -327,13 +284,7 @@ fn sink_alloc_rejects_a_read_of_an_earlier_iteration() {
         y[i] = t[0];
     }
 }";
-    let e = rejected_at(
-        src,
-        "alloc t",
-        Schedule::sink_alloc,
-        "sink_alloc",
-        "that an earlier iteration wrote",
-    );
+    let e = sink_alloc_rejected(src, "that an earlier iteration wrote");
     assert!(
         cex(&e, "i'") < cex(&e, "i") && cex(&e, "i'") % 2 == 0,
         "{e}"
@@ -349,25 +300,13 @@ fn sink_alloc_rejects_a_buffer_used_after_the_loop() {
     }
     y[0] = t[0];
 }";
-    rejected_at(
-        src,
-        "alloc t",
-        Schedule::sink_alloc,
-        "sink_alloc",
-        "'t' is used after the statement it would move into",
-    );
+    sink_alloc_rejected(src, "'t' is used after the statement it would move into");
     let src = "proc p(n: size, x: f32[n] @ DRAM) {
     alloc t: f32[4] @ DRAM_STACK;
     t[0] = 1.0;
     x[0] = t[0];
 }";
-    rejected_at(
-        src,
-        "alloc t",
-        Schedule::sink_alloc,
-        "sink_alloc",
-        "is not followed by a loop or an 'if'",
-    );
+    sink_alloc_rejected(src, "is not followed by a loop or an 'if'");
 }
 
 // ----- divide_dim -----
@@ -487,6 +426,18 @@ proc p(n: size, x: f32[n] @ DRAM) {
 
 // ----- reuse_buffer -----
 
+/// `reuse_buffer` of `alloc t2` in `src` and the buffer `t1` is rejected with a message containing
+/// `message`.
+fn reuse_buffer_rejected(src: &str, t1: &str, message: &str) -> SchedError {
+    rejected_at(
+        src,
+        "alloc t2",
+        |s, c| s.reuse_buffer(c, t1),
+        "reuse_buffer",
+        message,
+    )
+}
+
 const TWO_TEMPS: &str = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
     alloc t1: f32[n] @ DRAM;
     for i in 0..n {
@@ -550,13 +501,7 @@ fn reuse_buffer_accepts_a_buffer_dead_before_a_loop() {
 fn reuse_buffer_rejects_a_live_buffer() {
     // `t1` is read after `t2` is allocated.
     let src = TWO_TEMPS.replace("    free t2;\n", "    free t2;\n    y[0] = t1[0];\n");
-    rejected_at(
-        &src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "t1"),
-        "reuse_buffer",
-        "'t1' is used after the allocation of 't2'",
-    );
+    reuse_buffer_rejected(&src, "t1", "'t1' is used after the allocation of 't2'");
     // A later iteration of the loop around `t2` uses `t1`.
     let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
     alloc t1: f32[4] @ DRAM_STACK;
@@ -568,34 +513,20 @@ fn reuse_buffer_rejects_a_live_buffer() {
         x[i] = t2[0];
     }
 }";
-    rejected_at(
-        src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "t1"),
-        "reuse_buffer",
-        "a later iteration uses it",
-    );
+    reuse_buffer_rejected(src, "t1", "a later iteration uses it");
 }
 
 #[test]
 fn reuse_buffer_rejects_other_shapes_types_and_uninitialised_reads() {
     let src = TWO_TEMPS.replace("t2: f32[n + 0]", "t2: f32[n + 1]");
-    let e = rejected_at(
+    let e = reuse_buffer_rejected(
         &src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "t1"),
-        "reuse_buffer",
+        "t1",
         "dimension 0 of 't1' (n) and of 't2' (n + 1) may differ",
     );
     assert!(cex(&e, "n") > 0, "{e}");
     let src = TWO_TEMPS.replace("t2: f32[n + 0] @ DRAM", "t2: f32[n] @ DRAM_STACK");
-    rejected_at(
-        &src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "t1"),
-        "reuse_buffer",
-        "differ in element type, memory or rank",
-    );
+    reuse_buffer_rejected(&src, "t1", "differ in element type, memory or rank");
     // `t2[n - 1]` is read but only `t2[0..n-1]` written: the original reads an uninitialised
     // cell, the result would read what `t1` held.
     let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
@@ -610,32 +541,18 @@ fn reuse_buffer_rejects_other_shapes_types_and_uninitialised_reads() {
     }
     y[0] = t2[n - 1];
 }";
-    rejected_at(
+    reuse_buffer_rejected(
         src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "t1"),
-        "reuse_buffer",
+        "t1",
         "is not proved to see a value written since its allocation",
     );
-    rejected_at(
-        src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "x"),
-        "reuse_buffer",
-        "'x' is an argument of the proc",
-    );
+    reuse_buffer_rejected(src, "x", "'x' is an argument of the proc");
     // `t1` is freed while `t2` is still in use.
     let src = TWO_TEMPS.replace(
         "    alloc t2: f32[n + 0] @ DRAM;\n",
         "    alloc t2: f32[n + 0] @ DRAM;\n    free t1;\n",
     );
-    rejected_at(
-        &src,
-        "alloc t2",
-        |s, c| s.reuse_buffer(c, "t1"),
-        "reuse_buffer",
-        "'t1' is freed while 't2' is still used",
-    );
+    reuse_buffer_rejected(&src, "t1", "'t1' is freed while 't2' is still used");
 }
 
 // ----- bind_config and write_config -----
@@ -737,11 +654,18 @@ fn bind_config_rejects_a_later_read_of_the_field() {
 }}"
     );
     let c = cfg(&src);
-    let e = rejected_at(
+    // Binding `2.0` in `y = ...` to `Cfg.scale` is rejected with a message containing `message`.
+    let bind_rejected = |src: &str, message: &str| {
+        rejected_at(
+            src,
+            "y =",
+            |s, at| s.bind_config(at, &f32_lit(2.0), &c, 0),
+            "bind_config",
+            message,
+        )
+    };
+    let e = bind_rejected(
         &src,
-        "y =",
-        |s, at| s.bind_config(at, &f32_lit(2.0), &c, 0),
-        "bind_config",
         "Cfg.scale is read after the new write before being overwritten",
     );
     assert!(0 <= cex(&e, "i") && cex(&e, "i") < cex(&e, "n"), "{e}");
@@ -755,13 +679,7 @@ fn bind_config_rejects_a_later_read_of_the_field() {
     }}
 }}"
     );
-    let e = rejected_at(
-        &src,
-        "y =",
-        |s, at| s.bind_config(at, &f32_lit(2.0), &c, 0),
-        "bind_config",
-        "read at a later iteration",
-    );
+    let e = bind_rejected(&src, "read at a later iteration");
     assert!(cex(&e, "i") < cex(&e, "i'"), "{e}");
     assert!(cex(&e, "i'") < cex(&e, "n"), "{e}");
 
@@ -773,13 +691,7 @@ fn bind_config_rejects_a_later_read_of_the_field() {
     }}
 }}"
     );
-    rejected_at(
-        &src,
-        "y =",
-        |s, at| s.bind_config(at, &f32_lit(2.0), &c, 0),
-        "bind_config",
-        "Cfg.scale is read after the new write",
-    );
+    bind_rejected(&src, "Cfg.scale is read after the new write");
 
     // A read under a condition that cannot hold after the statement is no obstacle.
     let src = format!(

@@ -5,34 +5,16 @@
 
 mod common;
 
-use common::{cex, module_of, rejected, rejected_at, same_results, sched, stack, text, var_of};
+use common::{
+    arg_of, cex, module_of, rejected, rejected_at, same_for_n, same_results, sched, shows, stack,
+    text, var_of,
+};
 use std::sync::Arc;
-use weft_ir::{BinOp, DType, Expr, StmtKind, Sym, Ty};
+use weft_ir::{BinOp, DType, Expr, StmtKind, Sym};
 use weft_sched::Schedule;
 
 fn dram() -> Arc<weft_ir::Memory> {
     weft_syntax::std_memory("DRAM").unwrap()
-}
-
-/// A control argument of the proc, as an expression.
-fn arg_of(s: &Schedule, name: &str) -> Expr {
-    let a = s.proc().arg(name).unwrap();
-    Expr::var(&a.sym, Ty::Int)
-}
-
-/// The scheduled proc's text contains each of `parts`.
-fn shows(s: &Schedule, parts: &[&str]) {
-    let t = text(s);
-    for part in parts {
-        assert!(t.contains(part), "no '{part}' in\n{t}");
-    }
-}
-
-/// The scheduled proc gives the original's results at each size `n`.
-fn same_for_n(s: &Schedule, ns: &[i64]) {
-    for &n in ns {
-        same_results(s, &[("n", n)]);
-    }
 }
 
 fn buf_sym(s: &Schedule, name: &str) -> Sym {

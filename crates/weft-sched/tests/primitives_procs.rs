@@ -7,38 +7,12 @@
 
 mod common;
 
-use common::{cex, module_of, rejected, same_results, sched, text};
+use common::{cex, module_of, rejected, same_for_n, same_results, sched, shows_proc, text};
 use std::collections::HashMap;
 use std::sync::Arc;
 use weft_interp::{random_args, run, ArgValue, ConfigState};
 use weft_ir::{Origin, Proc, StmtKind};
 use weft_sched::Schedule;
-
-/// The proc's text contains each of `parts`.
-fn shows_proc(p: &Proc, parts: &[&str]) {
-    let t = weft_ir::print::proc_to_string(p);
-    for part in parts {
-        assert!(t.contains(part), "no '{part}' in\n{t}");
-    }
-}
-
-/// The step was rejected by `prim` with a message containing `message`, whatever it returns.
-fn rejected_any<T>(
-    r: Result<T, weft_sched::SchedError>,
-    prim: &str,
-    message: &str,
-) -> weft_sched::SchedError {
-    let Err(e) = r else {
-        panic!("the step must be rejected");
-    };
-    assert_eq!(e.primitive, prim, "{e}");
-    assert!(
-        e.message.contains(message),
-        "message '{}' lacks '{message}'",
-        e.message
-    );
-    e
-}
 
 // ----- extract_proc -----
 
@@ -135,9 +109,7 @@ fn extract_proc_passes_allocations_and_windows() {
         ],
     );
     assert!(text(&s).contains("twice(n, i, y, t, v);"), "{}", text(&s));
-    for n in [1, 3] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 3]);
 }
 
 #[test]
@@ -163,9 +135,7 @@ fn extract_proc_rebinds_windows_of_a_buffer_it_also_uses() {
             "let v = x[i, 0:8];",
         ],
     );
-    for n in [1, 2] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 2]);
 }
 
 #[test]
@@ -198,28 +168,28 @@ fn extract_proc_rejects_escaping_names_bad_ranges_and_unchecked_procs() {
 }";
     let mut s = sched(src);
     let at = s.find("alloc t").unwrap();
-    let e = rejected_any(
+    let e = rejected(
         s.extract_proc(&at, 2, "g"),
         "extract_proc",
         "used after them",
     );
     assert!(e.stmts[0].1.contains("alloc t"), "{e}");
-    rejected_any(
+    rejected(
         s.extract_proc(&at, 4, "g"),
         "extract_proc",
         "there are no 4 statements",
     );
-    rejected_any(
+    rejected(
         s.extract_proc(&at, 0, "g"),
         "extract_proc",
         "there are no 0 statements",
     );
-    rejected_any(
+    rejected(
         s.extract_proc(&at, 3, "p"),
         "extract_proc",
         "like the proc it comes from",
     );
-    rejected_any(
+    rejected(
         s.extract_proc(&at, 3, "9g"),
         "extract_proc",
         "not a valid proc name",
@@ -239,7 +209,7 @@ fn extract_proc_rejects_escaping_names_bad_ranges_and_unchecked_procs() {
 }";
     let mut s = sched(src);
     let at = s.find("y =").unwrap();
-    let e = rejected_any(
+    let e = rejected(
         s.extract_proc(&at, 2, "g"),
         "extract_proc",
         "the statements free 't', which is allocated before them",
@@ -258,7 +228,7 @@ fn extract_proc_rejects_escaping_names_bad_ranges_and_unchecked_procs() {
 }";
     let mut s = sched(src);
     let at = s.find("if").unwrap();
-    rejected_any(
+    rejected(
         s.extract_proc(&at, 1, "g"),
         "extract_proc",
         "the extracted proc 'g' does not check on its own: extent 0 of `v` may not be positive",
@@ -359,39 +329,39 @@ fn partial_eval_keeps_preconditions_on_the_other_arguments() {
 #[test]
 fn partial_eval_rejects_values_that_violate_preconditions_or_types() {
     let mut s = sched(ROWSUM);
-    let e = rejected_any(
+    let e = rejected(
         s.partial_eval(&[("k", 6)]),
         "partial_eval",
         "with k = 6, the precondition `k % 4 == 0` of 'p' cannot hold",
     );
     assert_eq!(cex(&e, "k"), 6);
-    let e = rejected_any(
+    let e = rejected(
         s.partial_eval(&[("k", 0)]),
         "partial_eval",
         "'k' is a size: 0 is not positive",
     );
     assert_eq!(cex(&e, "k"), 0);
-    rejected_any(
+    rejected(
         s.partial_eval(&[("n", -2)]),
         "partial_eval",
         "is not positive",
     );
-    rejected_any(
+    rejected(
         s.partial_eval(&[("q", 2)]),
         "partial_eval",
         "'p' has no argument 'q'",
     );
-    rejected_any(
+    rejected(
         s.partial_eval(&[("x", 2)]),
         "partial_eval",
         "'x' is a buffer",
     );
-    rejected_any(
+    rejected(
         s.partial_eval(&[("k", 4), ("k", 8)]),
         "partial_eval",
         "'k' is given more than once",
     );
-    rejected_any(s.partial_eval(&[]), "partial_eval", "no argument to fix");
+    rejected(s.partial_eval(&[]), "partial_eval", "no argument to fix");
 
     // Each precondition can hold on its own, but not both together.
     let src = "proc p(n: size, m: size, x: f32[m] @ DRAM) {
@@ -400,7 +370,7 @@ fn partial_eval_rejects_values_that_violate_preconditions_or_types() {
     x[0] = 1.0;
 }";
     let mut s = sched(src);
-    let e = rejected_any(
+    let e = rejected(
         s.partial_eval(&[("n", 5)]),
         "partial_eval",
         "with n = 5, no values of the other arguments satisfy the preconditions of 'p'",
@@ -463,9 +433,7 @@ fn call_eqv_switches_between_a_proc_and_its_scheduled_versions() {
         s.proc().simplest_equivalent(),
         &**s.version(0).unwrap()
     ));
-    for n in [1, 7] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 7]);
 }
 
 #[test]

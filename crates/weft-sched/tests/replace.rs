@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cex, module_of, rejected, same_results, text};
+use common::{cex, module_of, rejected, same_for_n, same_results, text};
 use std::sync::Arc;
 use weft_ir::Proc;
 use weft_sched::Schedule;
@@ -38,9 +38,7 @@ fn replace_infers_row_windows() {
     s.replace(&c, &copy).unwrap();
     let t = text(&s);
     assert!(t.contains("copy16(y[r, 0:16], x[r, 0:16]);"), "{t}");
-    for n in [1, 3] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 3]);
 }
 
 const SCALE: &str = "
@@ -71,9 +69,7 @@ fn replace_infers_sizes_and_offsets_from_linear_equations() {
     s.replace(&j, &scale).unwrap();
     let t = text(&s);
     assert!(t.contains("scale(n, y[4:n + 4], x[2:n + 2]);"), "{t}");
-    for n in [1, 5, 8] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 5, 8]);
 }
 
 #[test]
@@ -216,7 +212,5 @@ proc axpy(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, c: f32[16] @ DRAM
     assert!(t.contains("mm512_fmadd_ps(acc, va, vb);"), "{t}");
     assert!(t.contains("mm512_storeu_ps(c, acc);"), "{t}");
     weft_check::check_proc(s.proc()).unwrap();
-    for n in [1, 4] {
-        same_results(&s, &[("n", n)]);
-    }
+    same_for_n(&s, &[1, 4]);
 }

@@ -611,6 +611,20 @@ impl<'a, 'r> Parser<'a, 'r> {
             });
         }
         self.bump();
+        // Procs defined later may call the schedule. Until it is applied (after checking), a call
+        // resolves to a stand-in: the base under the schedule's name, with the base as its origin
+        // (`weft::link` swaps in the scheduled proc).
+        if let Some(base_proc) = self.scope.procs.get(&base).cloned() {
+            let stand_in = Arc::new(weft_ir::Proc {
+                name: name.clone(),
+                origin: Some(weft_ir::Origin {
+                    parent: base_proc.clone(),
+                    polluted: Vec::new(),
+                }),
+                ..(*base_proc).clone()
+            });
+            self.scope.procs.insert(name.clone(), stand_in);
+        }
         self.module.schedules.push(weft_ir::ScheduleDecl {
             name,
             base,

@@ -8,6 +8,7 @@
 pub mod aot;
 pub mod build;
 pub mod hostbuf;
+pub mod link;
 pub mod run;
 
 pub use weft_c as c;
@@ -194,5 +195,12 @@ pub fn apply_schedules(
         }
         p.module.procs.extend(made);
     }
-    Ok(())
+    // Procs that call a schedule now call the scheduled proc instead of its stand-in.
+    let scheduled: std::collections::HashMap<String, std::sync::Arc<weft_ir::Proc>> = p
+        .module
+        .schedules
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), p.module.proc(&d.name)?.clone())))
+        .collect();
+    link::link(&mut p.module.procs, &scheduled).map_err(|d| Error::new(&p.sources, vec![d]))
 }

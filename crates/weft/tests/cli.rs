@@ -408,3 +408,36 @@ fn run_executes_a_parallel_loop_on_threads_and_matches_the_interpreter() {
         assert!(text(&o).contains("identical"), "{}", text(&o));
     }
 }
+
+#[test]
+fn procs_of_the_file_call_a_schedule_and_get_the_scheduled_proc() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = "proc scale(n: size, x: f32[n] @ DRAM) {\n    for i in 0..n {\n        x[i] = x[i] * 2.0;\n    }\n}\nschedule scale_fast = scale {\n    split(i, 4, io, ii, cut);\n}\nproc twice(n: size, x: f32[n] @ DRAM) {\n    scale_fast(n, x);\n    scale_fast(n, x);\n}\n";
+    let f = write(&dir, "call.weft", src);
+    let c = weft(&["c", &f, "--proc", "twice"]);
+    let out = text(&c);
+    assert!(c.status.success(), "{out}");
+    // The callee is the scheduled proc (a loop of 4 from the split), not the base.
+    assert!(out.contains("static void weft_p_scale_fast("), "{out}");
+    assert!(out.contains("< 4; "), "{out}");
+    for n in ["1", "7", "8"] {
+        let o = weft(&[
+            "run",
+            &f,
+            "--proc",
+            "twice",
+            "--size",
+            &format!("n={n}"),
+            "--reps",
+            "1",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("identical"), "{}", text(&o));
+    }
+    // A schedule that changes its base's signature cannot stand in for it.
+    let bad = src.replace("split(i, 4, io, ii, cut);", "partial_eval(n=8);");
+    let f = write(&dir, "bad.weft", &bad);
+    let o = weft(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("changes the signature"), "{}", text(&o));
+}

@@ -147,6 +147,7 @@ fn example_c_is_warning_free_and_sanitizer_clean() {
                 "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all",
             ])
+            .args(unit.parallel.then_some(weft::jit::OPENMP_FLAG))
             .arg(&c_path)
             .arg("-o")
             .arg(&exe)

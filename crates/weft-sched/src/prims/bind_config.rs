@@ -31,7 +31,7 @@
 //!   proved unreachable by the solver or reported with a counterexample.
 
 use super::bind_expr::same_expr;
-use super::write_config::{check_field, field_name, no_later_read};
+use super::write_config::{check_field, field_name, field_write, no_later_read};
 use super::{describe, stmt_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
@@ -39,7 +39,7 @@ use crate::path::{self, Forward, Path, Step};
 use crate::rewrite::Rewriter;
 use std::cell::Cell;
 use std::sync::Arc;
-use weft_ir::{Config, Expr, ExprKind, Proc, Stmt, StmtKind, WinCoord};
+use weft_ir::{Config, Expr, ExprKind, Proc, Stmt, WinCoord};
 
 const PRIM: &str = "bind_config";
 
@@ -70,14 +70,7 @@ pub fn bind_config(
         .at(s.span, describe(s)));
     }
     no_later_read(a, PRIM, p, at, &config, field, true)?;
-    let w = Stmt::new(
-        StmtKind::WriteConfig {
-            config,
-            field,
-            rhs: e.clone(),
-        },
-        s.span,
-    );
+    let w = field_write(config, field, e, s.span);
     let forward = Forward::replaced(at, 2, |rel| {
         let mut out = rel.to_vec();
         out[0] = Step { block: 0, index: 1 };

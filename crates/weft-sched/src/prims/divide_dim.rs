@@ -25,10 +25,10 @@ use super::set_memory::alloc_at;
 use super::{describe, require, term_at, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
-use crate::path::{self, Forward, Path};
+use crate::path::Path;
 use crate::rewrite::Rewriter;
 use weft_check::smt::Term;
-use weft_ir::{BinOp, BufType, Expr, ExprKind, Proc, Stmt, StmtKind, Sym, WinCoord};
+use weft_ir::{BinOp, BufType, Expr, ExprKind, Proc, Stmt, Sym, WinCoord};
 
 const PRIM: &str = "divide_dim";
 
@@ -105,24 +105,11 @@ pub fn divide_dim(
     shape.push(div(n, c));
     shape.push(Expr::int(c));
     shape.extend(site.ty.shape[dim + 1..].iter().cloned());
-    let new_alloc = Stmt::new(
-        StmtKind::Alloc {
-            buf: t.clone(),
-            ty: BufType {
-                shape,
-                ..site.ty.clone()
-            },
-        },
-        site.stmt.span,
-    );
-    let mut d = Divider { t: &t, dim, c };
-    let mut new = vec![new_alloc];
-    new.extend(site.rest.iter().map(|s| d.stmt(s)));
-    let count = new.len();
-    Ok(Rewrite {
-        proc: path::replace_range(p, at, count, new),
-        forward: Forward::identity(),
-    })
+    let ty = BufType {
+        shape,
+        ..site.ty.clone()
+    };
+    Ok(site.retype(p, at, ty, &mut Divider { t: &t, dim, c }))
 }
 
 /// `e / c`, folded for a constant `e`.

@@ -21,24 +21,17 @@
 //! - The old shape reads no config field if `t` is used as a whole-buffer window (its extents are
 //!   repeated at the use).
 
+use super::inline_assign::reads_config;
 use super::set_memory::alloc_at;
 use super::{describe, require, term_at, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
-use crate::path::{self, Forward, Path};
+use crate::path::Path;
 use crate::rewrite::Rewriter;
 use weft_check::smt::Term;
-use weft_ir::{BufType, Expr, ExprKind, Stmt, StmtKind, Sym, WinCoord};
+use weft_ir::{BufType, Expr, ExprKind, StmtKind, Sym, WinCoord};
 
 const PRIM: &str = "expand_dim";
-
-fn reads_config(e: &Expr) -> bool {
-    let mut hit = false;
-    weft_ir::visit::walk_expr(e, &mut |x| {
-        hit |= matches!(x.kind, ExprKind::ReadConfig { .. });
-    });
-    hit
-}
 
 /// Add a leading dimension of extent `extent` to the allocation at `at`, indexed by `index`.
 pub fn expand_dim(
@@ -123,28 +116,16 @@ pub fn expand_dim(
     }
     let mut shape = vec![extent.clone()];
     shape.extend(site.ty.shape.iter().cloned());
-    let new_alloc = Stmt::new(
-        StmtKind::Alloc {
-            buf: t.clone(),
-            ty: BufType {
-                shape,
-                ..site.ty.clone()
-            },
-        },
-        site.stmt.span,
-    );
+    let ty = BufType {
+        shape,
+        ..site.ty.clone()
+    };
     let mut ex = Expander {
         t: &t,
         index,
         shape: &site.ty.shape,
     };
-    let mut new = vec![new_alloc];
-    new.extend(site.rest.iter().map(|s| ex.stmt(s)));
-    let n = new.len();
-    Ok(Rewrite {
-        proc: path::replace_range(p, at, n, new),
-        forward: Forward::identity(),
-    })
+    Ok(site.retype(p, at, ty, &mut ex))
 }
 
 struct Expander<'a> {

@@ -32,17 +32,21 @@
 //!   same iteration, or (untouched) the same write of this iteration or none at all.
 //! - no window of `t` has coordinates that use `stride(...)` (the analysis cannot translate
 //!   them, and would lose the accesses made through such a window).
+//!
+//! [`super::sink_alloc`] and [`super::reuse_buffer`] reason the same way, with the checks below.
 
-use super::set_memory::alloc_at;
-use super::{describe, for_stmt, keep_parallel, loop_at, require, term_at, Rewrite};
-use crate::effects::{mentions, primed, subst_term, Access, AccessKind, Analysis, Effects, Root};
+use super::set_memory::{aliases, alloc_at, AllocSite};
+use super::{describe, for_stmt, keep_parallel, loop_at, require, term_at, Loop, Rewrite};
+use crate::effects::{
+    mentions, primed, subst_term, Access, AccessKind, Analysis, Effects, Root, Scope,
+};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
 use crate::subst::Subst;
 use std::collections::HashMap;
 use weft_check::smt::{Term, Var};
 use weft_check::terms::sym_var;
-use weft_ir::{ExprKind, Stmt, StmtKind};
+use weft_ir::{ExprKind, Proc, Stmt, StmtKind, Sym};
 
 const PRIM: &str = "lift_alloc";
 
@@ -78,33 +82,7 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
             .at(site.stmt.span, what));
         }
     }
-    let mut shape_configs = Vec::new();
-    for e in &site.ty.shape {
-        weft_ir::visit::walk_expr(e, &mut |x| {
-            if let ExprKind::ReadConfig { config, field } = &x.kind {
-                shape_configs.push(Root::Config(config.name.clone(), *field));
-            }
-        });
-    }
-    if !shape_configs.is_empty() {
-        let scope = a.scope_at(p, &loop_path.child(0, 0));
-        let eff = a.effects(&scope, l.body);
-        let hit = eff
-            .writes()
-            .find(|w| shape_configs.contains(&w.root))
-            .cloned();
-        if let Some(w) = hit {
-            return Err(SchedError::new(
-                PRIM,
-                format!(
-                    "the size of '{t}' reads config {} and the loop body writes it",
-                    w.name
-                ),
-            )
-            .at(w.span, "writes the config field")
-            .at(site.stmt.span, what));
-        }
-    }
+    check_shape_configs(a, PRIM, p, &loop_path, &l, &site)?;
     let outer = a.scope_at(p, &loop_path);
     for e in &site.ty.shape {
         let n = term_at(a, PRIM, &outer, e)?;
@@ -119,99 +97,24 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
         )?;
     }
 
-    // The analysis drops the accesses through a window whose coordinates it cannot translate
-    // (a `stride` of an allocation): refuse those rather than miss a read.
-    let views = super::set_memory::aliases(&l.body[k + 1..], &t);
-    let mut opaque = None;
-    let rest: Vec<Stmt> = l.body[k + 1..].to_vec();
-    weft_ir::visit::walk_block(&rest, &mut |s| {
-        for e in weft_ir::visit::stmt_exprs(s) {
-            weft_ir::visit::walk_expr(e, &mut |x| {
-                if let ExprKind::Window { buf, .. } = &x.kind {
-                    if views.contains(buf) && has_stride_expr(x) {
-                        opaque.get_or_insert_with(|| s.clone());
-                    }
-                }
-            });
-        }
-    });
-    if let Some(s) = opaque {
-        return Err(SchedError::new(
-            PRIM,
-            format!("a window of '{t}' has coordinates that use 'stride', which the analysis cannot follow"),
-        )
-        .at(s.span, describe(&s)));
-    }
+    // A window whose coordinates the analysis cannot translate would hide its accesses.
+    refuse_stride_windows(PRIM, &l.body[k + 1..], &t)?;
 
     // The statements after the allocation, each with its accesses of `t`.
     let free = l
         .body
         .iter()
         .position(|s| matches!(&s.kind, StmtKind::Free { buf } if *buf == t));
-    let root = Root::Buf(t.id());
-    let mut stmts: Vec<(usize, Vec<Access>, bool)> = Vec::new();
-    for j in k + 1..l.body.len() {
-        if Some(j) == free {
-            continue;
-        }
-        let scope = a.scope_at(p, &loop_path.child(0, j));
-        let eff = a.effects(&scope, &l.body[j..j + 1]);
-        let acc: Vec<Access> = eff
-            .accesses
-            .into_iter()
-            .filter(|x| x.root == root)
-            .collect();
-        stmts.push((j, acc, !has_stride(&l.body[j..j + 1])));
-    }
-    let body_scope = a.scope_at(p, &loop_path.child(0, k));
-    let facts = body_scope.facts.clone();
-    // Writes of `t` at an earlier iteration i' < i.
-    let iv = sym_var(l.var);
-    let iv2 = primed(&iv);
-    let earlier_map: HashMap<u64, Term> = [(iv.id, Term::IntVar(iv2.clone()))].into();
-    let earlier = Effects {
-        accesses: stmts
-            .iter()
-            .flat_map(|(_, acc, _)| acc.iter().filter(|x| x.kind != AccessKind::Read).cloned())
-            .collect(),
-    }
-    .rename_bound()
-    .subst(&earlier_map);
-    let mut extra = vec![Term::lt(
-        Term::IntVar(iv2.clone()),
-        Term::IntVar(iv.clone()),
-    )];
-    if let (Some(lo), Some(hi)) = (a.term(&outer, l.lo), a.term(&outer, l.hi)) {
-        extra.push(Term::le(lo, Term::IntVar(iv2.clone())));
-        extra.push(Term::lt(Term::IntVar(iv2), hi));
-    }
-    for (n, (_, acc, _)) in stmts.iter().enumerate() {
-        for r in acc.iter().filter(|x| x.kind != AccessKind::Write) {
-            let covered = stmts[..n]
-                .iter()
-                .filter(|(_, _, usable)| *usable)
-                .flat_map(|(_, acc, _)| acc.iter())
-                .filter(|w| w.kind == AccessKind::Write && w.exact)
-                .any(|w| covers(a, &facts, w, r));
-            if covered {
-                continue;
-            }
-            for w in &earlier.accesses {
-                if let Some(cex) = a.overlap(&facts, &extra, r, w) {
-                    return Err(SchedError::new(
-                        PRIM,
-                        format!(
-                            "an iteration of loop '{}' may read a cell of '{t}' that an earlier iteration wrote, and that it does not write first",
-                            l.var.name()
-                        ),
-                    )
-                    .at(r.span, format!("reads {}", r.name))
-                    .at(w.span, format!("writes {}", w.name))
-                    .with_counterexample(cex));
-                }
-            }
-        }
-    }
+    let stmts = stmt_accesses(
+        a,
+        p,
+        at,
+        l.body,
+        (k + 1..l.body.len()).filter(|j| Some(*j) != free),
+        &t,
+    );
+    let facts = a.scope_at(p, at).facts;
+    no_read_of_earlier_iteration(a, PRIM, &outer, &l, &facts, &stmts, &t)?;
 
     // Build the new code.
     let t2 = t.fresh_copy();
@@ -269,9 +172,189 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
     })
 }
 
+/// The shape of the allocation `site` reads no config field that the body of the loop `l` (at
+/// `loop_path`) writes, so it has the same value at every iteration.
+pub(crate) fn check_shape_configs(
+    a: &mut Analysis,
+    prim: &'static str,
+    p: &Proc,
+    loop_path: &Path,
+    l: &Loop,
+    site: &AllocSite,
+) -> Result<(), SchedError> {
+    let mut shape_configs = Vec::new();
+    for e in &site.ty.shape {
+        weft_ir::visit::walk_expr(e, &mut |x| {
+            if let ExprKind::ReadConfig { config, field } = &x.kind {
+                shape_configs.push(Root::Config(config.name.clone(), *field));
+            }
+        });
+    }
+    if shape_configs.is_empty() {
+        return Ok(());
+    }
+    let scope = a.scope_at(p, &loop_path.child(0, 0));
+    let eff = a.effects(&scope, l.body);
+    if let Some(w) = eff.writes().find(|w| shape_configs.contains(&w.root)) {
+        return Err(SchedError::new(
+            prim,
+            format!(
+                "the size of '{}' reads config {} and the loop body writes it",
+                site.buf, w.name
+            ),
+        )
+        .at(w.span, "writes the config field")
+        .at(site.stmt.span, describe(site.stmt)));
+    }
+    Ok(())
+}
+
+/// Refuse a window of `t` (or of a window of it) in `block` whose coordinates use `stride(...)`:
+/// the analysis cannot translate them, and would lose the accesses made through the window.
+pub(crate) fn refuse_stride_windows(
+    prim: &'static str,
+    block: &[Stmt],
+    t: &Sym,
+) -> Result<(), SchedError> {
+    let views = aliases(block, t);
+    let mut opaque = None;
+    let b: Vec<Stmt> = block.to_vec();
+    weft_ir::visit::walk_block(&b, &mut |s| {
+        for e in weft_ir::visit::stmt_exprs(s) {
+            weft_ir::visit::walk_expr(e, &mut |x| {
+                if let ExprKind::Window { buf, .. } = &x.kind {
+                    if views.contains(buf) && has_stride_expr(x) {
+                        opaque.get_or_insert_with(|| s.clone());
+                    }
+                }
+            });
+        }
+    });
+    if let Some(s) = opaque {
+        return Err(SchedError::new(
+            prim,
+            format!("a window of '{t}' has coordinates that use 'stride', which the analysis cannot follow"),
+        )
+        .at(s.span, describe(&s)));
+    }
+    Ok(())
+}
+
+/// The accesses of a buffer in one top-level statement, and whether that statement may serve as
+/// a cover (it holds no `stride(...)` expression).
+pub(crate) struct StmtAccesses {
+    pub accesses: Vec<Access>,
+    pub usable: bool,
+}
+
+/// The accesses of `t` in each statement `block[j]` for `j` in `js`, in that order; `in_block` is
+/// the path of any statement of `block`.
+pub(crate) fn stmt_accesses(
+    a: &mut Analysis,
+    p: &Proc,
+    in_block: &Path,
+    block: &[Stmt],
+    js: impl IntoIterator<Item = usize>,
+    t: &Sym,
+) -> Vec<StmtAccesses> {
+    let root = Root::Buf(t.id());
+    js.into_iter()
+        .map(|j| {
+            let scope = a.scope_at(p, &in_block.sibling(j));
+            let accesses = a
+                .effects(&scope, &block[j..j + 1])
+                .accesses
+                .into_iter()
+                .filter(|x| x.root == root)
+                .collect();
+            StmtAccesses {
+                accesses,
+                usable: !has_stride(&block[j..j + 1]),
+            }
+        })
+        .collect()
+}
+
+/// Whether the read (or reduction) `r` is *covered*: an exact write in one of the statements
+/// `before` that may serve as covers definitely writes the cell it reads ([`covers`]).
+pub(crate) fn covered(
+    a: &mut Analysis,
+    facts: &[Term],
+    before: &[StmtAccesses],
+    r: &Access,
+) -> bool {
+    before
+        .iter()
+        .filter(|s| s.usable)
+        .flat_map(|s| s.accesses.iter())
+        .filter(|w| w.kind == AccessKind::Write && w.exact)
+        .any(|w| covers(a, facts, w, r))
+}
+
+/// No read of `t` in the statements `stmts` of the body of the loop `l` sees a value an earlier
+/// iteration wrote: each read (or reduction) is [`covered`] by an earlier statement, or
+/// *untouched* by the writes and reductions of `stmts` at every iteration `i' < i` (see the
+/// module comment). `outer` is the scope of the loop, `facts` those of its body.
+pub(crate) fn no_read_of_earlier_iteration(
+    a: &mut Analysis,
+    prim: &'static str,
+    outer: &Scope,
+    l: &Loop,
+    facts: &[Term],
+    stmts: &[StmtAccesses],
+    t: &Sym,
+) -> Result<(), SchedError> {
+    let iv = sym_var(l.var);
+    let iv2 = primed(&iv);
+    let earlier_map: HashMap<u64, Term> = [(iv.id, Term::IntVar(iv2.clone()))].into();
+    let earlier = Effects {
+        accesses: stmts
+            .iter()
+            .flat_map(|s| {
+                s.accesses
+                    .iter()
+                    .filter(|x| x.kind != AccessKind::Read)
+                    .cloned()
+            })
+            .collect(),
+    }
+    .rename_bound()
+    .subst(&earlier_map);
+    let mut extra = vec![Term::lt(
+        Term::IntVar(iv2.clone()),
+        Term::IntVar(iv.clone()),
+    )];
+    if let (Some(lo), Some(hi)) = (a.term(outer, l.lo), a.term(outer, l.hi)) {
+        extra.push(Term::le(lo, Term::IntVar(iv2.clone())));
+        extra.push(Term::lt(Term::IntVar(iv2), hi));
+    }
+    for (n, s) in stmts.iter().enumerate() {
+        for r in s.accesses.iter().filter(|x| x.kind != AccessKind::Write) {
+            if covered(a, facts, &stmts[..n], r) {
+                continue;
+            }
+            for w in &earlier.accesses {
+                if let Some(cex) = a.overlap(facts, &extra, r, w) {
+                    return Err(SchedError::new(
+                        prim,
+                        format!(
+                            "an iteration of loop '{}' may read a cell of '{t}' that an earlier iteration wrote, and that it does not write first",
+                            l.var.name()
+                        ),
+                    )
+                    .at(r.span, format!("reads {}", r.name))
+                    .at(w.span, format!("writes {}", w.name))
+                    .with_counterexample(cex));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether the write `w` definitely writes, in the same iteration, the cell the read `r` reads
 /// (see the module comment for the witness construction).
-pub(crate) fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -> bool {
+fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -> bool {
     if w.idx.len() != r.idx.len() {
         return false;
     }
@@ -313,7 +396,7 @@ pub(crate) fn covers(a: &mut Analysis, facts: &[Term], w: &Access, r: &Access) -
     a.prove(&all, &Term::And(goal)).is_ok()
 }
 
-pub(crate) fn has_stride_expr(e: &weft_ir::Expr) -> bool {
+fn has_stride_expr(e: &weft_ir::Expr) -> bool {
     let mut hit = false;
     weft_ir::visit::walk_expr(e, &mut |x| {
         hit |= matches!(x.kind, ExprKind::Stride { .. });
@@ -322,7 +405,7 @@ pub(crate) fn has_stride_expr(e: &weft_ir::Expr) -> bool {
 }
 
 /// Whether a block (or a proc it calls) holds a `stride(...)` expression.
-pub(crate) fn has_stride(b: &[Stmt]) -> bool {
+fn has_stride(b: &[Stmt]) -> bool {
     let mut hit = false;
     let v: Vec<Stmt> = b.to_vec();
     weft_ir::visit::walk_block(&v, &mut |s| {

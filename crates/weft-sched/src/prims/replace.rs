@@ -59,62 +59,14 @@ enum Atom {
     Other(String),
 }
 
-/// `Σ c·atom + constant`.
-#[derive(Clone, Debug, Default)]
-struct Lin {
-    terms: Vec<(Atom, i64)>,
-    constant: i64,
+impl crate::lin::Atom for Atom {
+    const DROP_ZEROS: bool = true;
 }
 
+/// `Σ c·atom + constant`, without zero coefficients.
+type Lin = crate::lin::Lin<Atom>;
+
 impl Lin {
-    fn constant(c: i64) -> Lin {
-        Lin {
-            terms: vec![],
-            constant: c,
-        }
-    }
-
-    fn atom(a: Atom) -> Lin {
-        Lin {
-            terms: vec![(a, 1)],
-            constant: 0,
-        }
-    }
-
-    fn add(&self, other: &Lin, sign: i64) -> Option<Lin> {
-        let mut out = self.clone();
-        out.constant = out
-            .constant
-            .checked_add(other.constant.checked_mul(sign)?)?;
-        for (a, c) in &other.terms {
-            let c = c.checked_mul(sign)?;
-            match out.terms.iter_mut().find(|t| t.0 == *a) {
-                Some(t) => t.1 = t.1.checked_add(c)?,
-                None => out.terms.push((a.clone(), c)),
-            }
-        }
-        out.terms.retain(|t| t.1 != 0);
-        Some(out)
-    }
-
-    fn scale(&self, k: i64) -> Option<Lin> {
-        let mut out = self.clone();
-        out.constant = out.constant.checked_mul(k)?;
-        for t in &mut out.terms {
-            t.1 = t.1.checked_mul(k)?;
-        }
-        out.terms.retain(|t| t.1 != 0);
-        Some(out)
-    }
-
-    fn as_const(&self) -> Option<i64> {
-        self.terms.is_empty().then_some(self.constant)
-    }
-
-    fn coeff(&self, a: &Atom) -> i64 {
-        self.terms.iter().find(|t| t.0 == *a).map_or(0, |t| t.1)
-    }
-
     /// Replace `atom` by `value`.
     fn subst(&self, atom: &Atom, value: &Lin) -> Option<Lin> {
         let c = self.coeff(atom);
@@ -123,7 +75,7 @@ impl Lin {
         }
         let mut rest = self.clone();
         rest.terms.retain(|t| t.0 != *atom);
-        rest.add(&value.scale(c)?, 1)
+        rest.add(value.clone().scale(c)?, 1)
     }
 
     fn unknowns(&self) -> Vec<usize> {
@@ -190,11 +142,11 @@ impl Unifier<'_> {
             ExprKind::Const(Const::Int(v)) => Lin::constant(*v),
             ExprKind::Binary(BinOp::Add, a, b) => {
                 let (x, y) = (self.lin(a, callee)?, self.lin(b, callee)?);
-                x.add(&y, 1).ok_or_else(bad)?
+                x.add(y, 1).ok_or_else(bad)?
             }
             ExprKind::Binary(BinOp::Sub, a, b) => {
                 let (x, y) = (self.lin(a, callee)?, self.lin(b, callee)?);
-                x.add(&y, -1).ok_or_else(bad)?
+                x.add(y, -1).ok_or_else(bad)?
             }
             ExprKind::Unary(UnOp::Neg, a) => self.lin(a, callee)?.scale(-1).ok_or_else(bad)?,
             ExprKind::Binary(BinOp::Mul, a, b) => {
@@ -264,7 +216,7 @@ impl Unifier<'_> {
     fn equate_ctrl(&mut self, callee_e: &Expr, block_e: &Expr) -> U<()> {
         let (c, b) = (self.lin_callee(callee_e)?, self.lin_block(block_e)?);
         let diff = b
-            .add(&c, -1)
+            .add(c, -1)
             .ok_or_else(|| Mismatch("an index is too large to unify".into(), block_e.span))?;
         self.eqs.push((diff, block_e.span));
         Ok(())
@@ -348,8 +300,8 @@ impl Unifier<'_> {
             };
             // f = u + e
             let diff = b
-                .add(&c, -1)
-                .and_then(|d| d.add(&Lin::atom(Atom::Unknown(*u)), -1))
+                .add(c, -1)
+                .and_then(|d| d.add(Lin::atom(Atom::Unknown(*u)), -1))
                 .ok_or_else(|| Mismatch("an index is too large to unify".into(), f.span))?;
             self.eqs.push((diff, f.span));
         }

@@ -31,15 +31,15 @@
 //! Then `t2`'s code sees exactly the values it wrote itself, and nothing else sees them.
 
 use super::inline_assign::{alloc_in_scope, reads_config};
-use super::lift_alloc::{covers, has_stride, has_stride_expr};
+use super::lift_alloc::{covered, refuse_stride_windows, stmt_accesses};
 use super::set_memory::{aliases, alloc_at};
 use super::{describe, require, term_at, Rewrite};
-use crate::effects::{block_mentions, Access, AccessKind, Analysis, Root};
+use crate::effects::{block_mentions, AccessKind, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
 use crate::subst::Subst;
 use weft_check::smt::Term;
-use weft_ir::{ExprKind, Proc, Stmt, StmtKind};
+use weft_ir::{Proc, Stmt, StmtKind};
 
 const PRIM: &str = "reuse_buffer";
 
@@ -204,52 +204,19 @@ pub fn reuse_buffer(
                 .at(s.span, describe(&s)),
         );
     }
-    let views2 = aliases(&block[k + 1..], &t2);
-    let mut opaque = None;
-    let rest: Vec<Stmt> = block[k + 1..].to_vec();
-    weft_ir::visit::walk_block(&rest, &mut |s| {
-        for e in weft_ir::visit::stmt_exprs(s) {
-            weft_ir::visit::walk_expr(e, &mut |x| {
-                if let ExprKind::Window { buf, .. } = &x.kind {
-                    if views2.contains(buf) && has_stride_expr(x) {
-                        opaque.get_or_insert_with(|| s.clone());
-                    }
-                }
-            });
-        }
-    });
-    if let Some(s) = opaque {
-        return Err(SchedError::new(
-            PRIM,
-            format!("a window of '{t2}' has coordinates that use 'stride', which the analysis cannot follow"),
-        )
-        .at(s.span, describe(&s)));
-    }
-    let root = Root::Buf(t2.id());
-    let mut stmts: Vec<(Vec<Access>, bool)> = Vec::new();
-    for j in k + 1..block.len() {
-        if Some(j) == free {
-            continue;
-        }
-        let scope = a.scope_at(p, &at.sibling(j));
-        let acc: Vec<Access> = a
-            .effects(&scope, &block[j..j + 1])
-            .accesses
-            .into_iter()
-            .filter(|x| x.root == root)
-            .collect();
-        stmts.push((acc, !has_stride(&block[j..j + 1])));
-    }
+    refuse_stride_windows(PRIM, &block[k + 1..], &t2)?;
+    let stmts = stmt_accesses(
+        a,
+        p,
+        at,
+        block,
+        (k + 1..block.len()).filter(|j| Some(*j) != free),
+        &t2,
+    );
     let facts = scope2.facts.clone();
-    for (n, (acc, _)) in stmts.iter().enumerate() {
-        for r in acc.iter().filter(|x| x.kind != AccessKind::Write) {
-            let covered = stmts[..n]
-                .iter()
-                .filter(|(_, usable)| *usable)
-                .flat_map(|(acc, _)| acc.iter())
-                .filter(|w| w.kind == AccessKind::Write && w.exact)
-                .any(|w| covers(a, &facts, w, r));
-            if !covered {
+    for (n, s) in stmts.iter().enumerate() {
+        for r in s.accesses.iter().filter(|x| x.kind != AccessKind::Write) {
+            if !covered(a, &facts, &stmts[..n], r) {
                 return Err(SchedError::new(
                     PRIM,
                     format!(

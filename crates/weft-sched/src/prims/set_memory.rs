@@ -16,6 +16,7 @@ use super::{describe, stmt_at, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
+use crate::rewrite::Rewriter;
 use std::sync::Arc;
 use weft_ir::{ArgKind, BufType, Expr, ExprKind, Memory, Stmt, StmtKind, Sym};
 
@@ -27,6 +28,37 @@ pub(crate) struct AllocSite<'a> {
     pub buf: &'a Sym,
     pub ty: &'a BufType,
     pub rest: &'a [Stmt],
+}
+
+impl AllocSite<'_> {
+    /// The allocation with the type `ty`.
+    pub(crate) fn with_type(&self, ty: BufType) -> Stmt {
+        Stmt::new(
+            StmtKind::Alloc {
+                buf: self.buf.clone(),
+                ty,
+            },
+            self.stmt.span,
+        )
+    }
+
+    /// Give the allocation (at `at`) the type `ty` and pass the statements after it through `r`;
+    /// every statement keeps its path.
+    pub(crate) fn retype(
+        &self,
+        p: &weft_ir::Proc,
+        at: &Path,
+        ty: BufType,
+        r: &mut impl Rewriter,
+    ) -> Rewrite {
+        let mut new = vec![self.with_type(ty)];
+        new.extend(self.rest.iter().map(|s| r.stmt(s)));
+        let count = new.len();
+        Rewrite {
+            proc: path::replace_range(p, at, count, new),
+            forward: Forward::identity(),
+        }
+    }
 }
 
 /// The allocation at `at`, or an error.
@@ -153,16 +185,10 @@ pub fn set_memory(
         )
         .at(s.span, describe(&s)));
     }
-    let new = Stmt::new(
-        StmtKind::Alloc {
-            buf: site.buf.clone(),
-            ty: BufType {
-                mem,
-                ..site.ty.clone()
-            },
-        },
-        site.stmt.span,
-    );
+    let new = site.with_type(BufType {
+        mem,
+        ..site.ty.clone()
+    });
     Ok(Rewrite {
         proc: path::replace_stmt(p, at, vec![new]),
         forward: Forward::identity(),

@@ -22,7 +22,7 @@ use super::set_memory::alloc_at;
 use super::{describe, Rewrite};
 use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
-use crate::path::{self, Forward, Path};
+use crate::path::{Forward, Path};
 use crate::rewrite::Rewriter;
 use weft_ir::{BufType, DType, Expr, ExprKind, Stmt, StmtKind, Sym, Ty};
 
@@ -68,24 +68,11 @@ pub fn set_precision(
     if let Some((s, why)) = bad {
         return Err(SchedError::new(PRIM, format!("'{}' {why}", t.name())).at(s.span, describe(&s)));
     }
-    let new_alloc = Stmt::new(
-        StmtKind::Alloc {
-            buf: t.clone(),
-            ty: BufType {
-                elem: to,
-                ..site.ty.clone()
-            },
-        },
-        site.stmt.span,
-    );
-    let mut new = vec![new_alloc];
-    let mut retype = Retype { t, from, to };
-    new.extend(rest.iter().map(|s| retype.stmt(s)));
-    let n = new.len();
-    Ok(Rewrite {
-        proc: path::replace_range(p, at, n, new),
-        forward: Forward::identity(),
-    })
+    let ty = BufType {
+        elem: to,
+        ..site.ty.clone()
+    };
+    Ok(site.retype(p, at, ty, &mut Retype { t, from, to }))
 }
 
 /// Reads of `t` cast back from `to` to `from`, and values stored into `t` cast to `to`.

@@ -36,17 +36,16 @@
 //!   (overwritten before being read, or never written by an earlier iteration and so
 //!   uninitialised in both), so by induction on the iterations every read sees the same value.
 
-use super::lift_alloc::{covers, has_stride, has_stride_expr};
-use super::set_memory::{aliases, alloc_at};
+use super::lift_alloc::{
+    check_shape_configs, no_read_of_earlier_iteration, refuse_stride_windows, stmt_accesses,
+};
+use super::set_memory::alloc_at;
 use super::{describe, Loop, Rewrite};
-use crate::effects::{block_mentions, primed, Access, AccessKind, Analysis, Effects, Root};
+use crate::effects::{block_mentions, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
 use crate::subst::Subst;
-use std::collections::HashMap;
-use weft_check::smt::Term;
-use weft_check::terms::sym_var;
-use weft_ir::{ExprKind, Proc, Stmt, StmtKind, Sym};
+use weft_ir::{Proc, Stmt, StmtKind, Sym};
 
 const PRIM: &str = "sink_alloc";
 
@@ -100,7 +99,7 @@ pub fn sink_alloc(a: &mut Analysis, p: &Proc, at: &Path) -> Result<Rewrite, Sche
                 );
             }
             let l = super::loop_at(PRIM, p, &next_path)?;
-            check_shape_configs(a, p, &next_path, &l, site.ty, &t, &what, site.stmt)?;
+            check_shape_configs(a, PRIM, p, &next_path, &l, &site)?;
             check_iterations(a, p, &next_path, &l, &t)?;
             let mut new_body = vec![alloc];
             new_body.extend(body.iter().cloned());
@@ -229,45 +228,6 @@ pub fn sink_alloc(a: &mut Analysis, p: &Proc, at: &Path) -> Result<Rewrite, Sche
     })
 }
 
-/// The shape reads no config field that the loop body writes.
-#[allow(clippy::too_many_arguments)]
-fn check_shape_configs(
-    a: &mut Analysis,
-    p: &Proc,
-    loop_path: &Path,
-    l: &Loop,
-    ty: &weft_ir::BufType,
-    t: &Sym,
-    what: &str,
-    alloc: &Stmt,
-) -> Result<(), SchedError> {
-    let mut shape_configs = Vec::new();
-    for e in &ty.shape {
-        weft_ir::visit::walk_expr(e, &mut |x| {
-            if let ExprKind::ReadConfig { config, field } = &x.kind {
-                shape_configs.push(Root::Config(config.name.clone(), *field));
-            }
-        });
-    }
-    if shape_configs.is_empty() {
-        return Ok(());
-    }
-    let scope = a.scope_at(p, &loop_path.child(0, 0));
-    let eff = a.effects(&scope, l.body);
-    if let Some(w) = eff.writes().find(|w| shape_configs.contains(&w.root)) {
-        return Err(SchedError::new(
-            PRIM,
-            format!(
-                "the size of '{t}' reads config {} and the loop body writes it",
-                w.name
-            ),
-        )
-        .at(w.span, "writes the config field")
-        .at(alloc.span, what.to_string()));
-    }
-    Ok(())
-}
-
 /// No read of `t` in the loop body sees a value an earlier iteration wrote (see the module
 /// comment).
 fn check_iterations(
@@ -277,86 +237,10 @@ fn check_iterations(
     l: &Loop,
     t: &Sym,
 ) -> Result<(), SchedError> {
-    let views = aliases(l.body, t);
-    let mut opaque = None;
-    let body: Vec<Stmt> = l.body.to_vec();
-    weft_ir::visit::walk_block(&body, &mut |s| {
-        for e in weft_ir::visit::stmt_exprs(s) {
-            weft_ir::visit::walk_expr(e, &mut |x| {
-                if let ExprKind::Window { buf, .. } = &x.kind {
-                    if views.contains(buf) && has_stride_expr(x) {
-                        opaque.get_or_insert_with(|| s.clone());
-                    }
-                }
-            });
-        }
-    });
-    if let Some(s) = opaque {
-        return Err(SchedError::new(
-            PRIM,
-            format!("a window of '{t}' has coordinates that use 'stride', which the analysis cannot follow"),
-        )
-        .at(s.span, describe(&s)));
-    }
-    let root = Root::Buf(t.id());
-    let mut stmts: Vec<(Vec<Access>, bool)> = Vec::new();
-    for j in 0..l.body.len() {
-        let scope = a.scope_at(p, &loop_path.child(0, j));
-        let eff = a.effects(&scope, &l.body[j..j + 1]);
-        let acc: Vec<Access> = eff
-            .accesses
-            .into_iter()
-            .filter(|x| x.root == root)
-            .collect();
-        stmts.push((acc, !has_stride(&l.body[j..j + 1])));
-    }
-    let facts = a.scope_at(p, &loop_path.child(0, 0)).facts;
+    refuse_stride_windows(PRIM, l.body, t)?;
+    let first = loop_path.child(0, 0);
+    let stmts = stmt_accesses(a, p, &first, l.body, 0..l.body.len(), t);
+    let facts = a.scope_at(p, &first).facts;
     let outer = a.scope_at(p, loop_path);
-    let iv = sym_var(l.var);
-    let iv2 = primed(&iv);
-    let earlier_map: HashMap<u64, Term> = [(iv.id, Term::IntVar(iv2.clone()))].into();
-    let earlier = Effects {
-        accesses: stmts
-            .iter()
-            .flat_map(|(acc, _)| acc.iter().filter(|x| x.kind != AccessKind::Read).cloned())
-            .collect(),
-    }
-    .rename_bound()
-    .subst(&earlier_map);
-    let mut extra = vec![Term::lt(
-        Term::IntVar(iv2.clone()),
-        Term::IntVar(iv.clone()),
-    )];
-    if let (Some(lo), Some(hi)) = (a.term(&outer, l.lo), a.term(&outer, l.hi)) {
-        extra.push(Term::le(lo, Term::IntVar(iv2.clone())));
-        extra.push(Term::lt(Term::IntVar(iv2), hi));
-    }
-    for (n, (acc, _)) in stmts.iter().enumerate() {
-        for r in acc.iter().filter(|x| x.kind != AccessKind::Write) {
-            let covered = stmts[..n]
-                .iter()
-                .filter(|(_, usable)| *usable)
-                .flat_map(|(acc, _)| acc.iter())
-                .filter(|w| w.kind == AccessKind::Write && w.exact)
-                .any(|w| covers(a, &facts, w, r));
-            if covered {
-                continue;
-            }
-            for w in &earlier.accesses {
-                if let Some(cex) = a.overlap(&facts, &extra, r, w) {
-                    return Err(SchedError::new(
-                        PRIM,
-                        format!(
-                            "an iteration of loop '{}' may read a cell of '{t}' that an earlier iteration wrote, and that it does not write first",
-                            l.var.name()
-                        ),
-                    )
-                    .at(r.span, format!("reads {}", r.name))
-                    .at(w.span, format!("writes {}", w.name))
-                    .with_counterexample(cex));
-                }
-            }
-        }
-    }
-    Ok(())
+    no_read_of_earlier_iteration(a, PRIM, &outer, l, &facts, &stmts, t)
 }

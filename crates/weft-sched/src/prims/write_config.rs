@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use weft_check::smt::Term;
 use weft_check::terms::sym_var;
-use weft_ir::{Config, Expr, ExprKind, Proc, Stmt, StmtKind, Sym};
+use weft_ir::{Config, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym};
 
 const PRIM: &str = "write_config";
 
@@ -45,6 +45,18 @@ pub(crate) fn field_name(config: &Config, field: usize) -> String {
         "{}.{}",
         config.name,
         config.fields.get(field).map_or("?", |f| f.name.as_str())
+    )
+}
+
+/// The statement `Cfg.f = rhs`.
+pub(crate) fn field_write(config: Arc<Config>, field: usize, rhs: &Expr, span: Span) -> Stmt {
+    Stmt::new(
+        StmtKind::WriteConfig {
+            config,
+            field,
+            rhs: rhs.clone(),
+        },
+        span,
     )
 }
 
@@ -221,14 +233,7 @@ pub fn write_config(
         .at(s.span, describe(s)));
     }
     no_later_read(a, PRIM, p, at, &config, field, false)?;
-    let w = Stmt::new(
-        StmtKind::WriteConfig {
-            config,
-            field,
-            rhs: e.clone(),
-        },
-        s.span,
-    );
+    let w = field_write(config, field, e, s.span);
     Ok(Rewrite {
         proc: path::replace_stmt(p, at, vec![s.clone(), w]),
         forward: Forward::replaced(at, 2, |rel| Some(rel.to_vec())),

@@ -46,9 +46,18 @@ pub fn same_results(s: &Schedule, sizes: &[(&str, i64)]) {
     }
 }
 
-/// The step was rejected by `prim`, with a message containing `message`.
-pub fn rejected(r: Result<Cursor, SchedError>, prim: &str, message: &str) -> SchedError {
-    let e = r.expect_err("the step must be rejected");
+/// The scheduled proc gives the original's results at each size `n`.
+pub fn same_for_n(s: &Schedule, ns: &[i64]) {
+    for &n in ns {
+        same_results(s, &[("n", n)]);
+    }
+}
+
+/// The step was rejected by `prim`, with a message containing `message`, whatever it returns.
+pub fn rejected<T>(r: Result<T, SchedError>, prim: &str, message: &str) -> SchedError {
+    let Err(e) = r else {
+        panic!("the step must be rejected");
+    };
     assert_eq!(e.primitive, prim, "{e}");
     assert!(
         e.message.contains(message),
@@ -83,6 +92,33 @@ pub fn cex(e: &SchedError, name: &str) -> i64 {
 
 pub fn text(s: &Schedule) -> String {
     weft_ir::print::proc_to_string(s.proc())
+}
+
+/// The proc's text contains each of `parts`.
+pub fn shows_proc(p: &Proc, parts: &[&str]) {
+    let t = weft_ir::print::proc_to_string(p);
+    for part in parts {
+        assert!(t.contains(part), "no '{part}' in\n{t}");
+    }
+}
+
+/// The scheduled proc's text contains each of `parts`.
+pub fn shows(s: &Schedule, parts: &[&str]) {
+    shows_proc(s.proc(), parts);
+}
+
+/// The scheduled proc's text contains none of `parts`.
+pub fn lacks(s: &Schedule, parts: &[&str]) {
+    let t = text(s);
+    for part in parts {
+        assert!(!t.contains(part), "'{part}' still in\n{t}");
+    }
+}
+
+/// A control argument of the proc, as an expression.
+pub fn arg_of(s: &Schedule, name: &str) -> Expr {
+    let a = s.proc().arg(name).unwrap();
+    Expr::var(&a.sym, Ty::Int)
 }
 
 pub fn stack() -> Arc<weft_ir::Memory> {

@@ -1,23 +1,134 @@
 //! Scheduling speed: applies a long schedule to the naive SGEMM through the Rust API, with every
 //! check on, then emits C; reports steps, time, solver queries and time spent in the solver.
 //!
-//! The schedule: the main 4 x 64 register-tile kernel of `examples/sgemm.weft`, then the edge
-//! kernels. The right edge (the last `N % 64` columns) is cut into 32-, 16-, 8-, 4-, 2- and
-//! 1-wide column strips, the bottom edge (the last `M % 4` rows) into 2- and 1-high row strips,
-//! and every strip gets its own staged, reordered, unrolled kernel.
+//! The schedule (157 steps) covers every edge case of a register-tiled SGEMM, as Exo's x86 SGEMM
+//! does: rows in strips of 4 (the main kernel) and a bottom edge of `M % 4` rows in a strip of 2
+//! and a strip of 1; in each strip, columns in 64-wide tiles and a right edge of `N % 64`
+//! columns cut into strips of 32, 16, 8, 4, 2 and 1. Every one of the 21 tiles is reordered to
+//! `k { rows { cols } }`, its C tile staged in a buffer hoisted out of the tile loop, and its rows
+//! unrolled. The result is checked and compared with the original on the interpreter.
 //!
 //! Run: `cargo run --release -p weft --bin weft-sched-bench`
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
-use weft::ir::{BinOp, Expr, StmtKind, Ty};
+use weft::ir::{BinOp, Expr, Memory, StmtKind, Sym};
+use weft::sched::subst::Subst;
 use weft::sched::{Cursor, SchedError, Schedule, Tail};
 
-fn loop_var(s: &Schedule, c: &Cursor) -> Expr {
-    match &s.stmt(c).expect("cursor").kind {
-        StmtKind::For { var, .. } => Expr::var(var, Ty::Int),
-        _ => panic!("not a loop"),
+/// The variable of the loop under a cursor.
+fn loop_sym(s: &Schedule, c: &Cursor) -> Result<Sym, SchedError> {
+    match &s.stmt(c).map(|st| &st.kind) {
+        Some(StmtKind::For { var, .. }) => Ok(var.clone()),
+        _ => Err(SchedError::new("bench", "expected a loop")),
     }
+}
+
+/// The first statement inside the loop (or `if`) under `c`.
+fn first_in(s: &Schedule, c: &Cursor) -> Result<Cursor, SchedError> {
+    s.body(c, 0, 0)
+        .ok_or_else(|| SchedError::new("bench", "empty body"))
+}
+
+/// The next statement after `c`.
+fn next_of(s: &Schedule, c: &Cursor) -> Result<Cursor, SchedError> {
+    s.next(c)
+        .ok_or_else(|| SchedError::new("bench", "no next statement"))
+}
+
+/// Stage the `height` x `width` tile of C that the update inside `rows` touches, around the loop
+/// that directly contains `rows` (the reduction loop), hoist the tile buffer out of the loop
+/// around that, and unroll the rows. `cols` is the loop over the tile's columns.
+fn stage_tile(
+    s: &mut Schedule,
+    rows: &Cursor,
+    cols: &Cursor,
+    height: i64,
+    width: i64,
+    name: &str,
+    mem: &Arc<Memory>,
+) -> Result<(), SchedError> {
+    let update = first_in(s, cols)?;
+    let idx = match &s.stmt(&update).map(|st| &st.kind) {
+        Some(StmtKind::Reduce { idx, .. }) => idx.clone(),
+        _ => {
+            return Err(SchedError::new(
+                "bench",
+                "the tile's body is not the update",
+            ))
+        }
+    };
+    let at_zero = Subst::new()
+        .var(&loop_sym(s, rows)?, Expr::int(0))
+        .var(&loop_sym(s, cols)?, Expr::int(0));
+    let (row0, col0) = (at_zero.expr(&idx[0]), at_zero.expr(&idx[1]));
+    let plus = |e: &Expr, n: i64| Expr::binary(BinOp::Add, e.clone(), Expr::int(n));
+    let region = [
+        (row0.clone(), plus(&row0, height)),
+        (col0.clone(), plus(&col0, width)),
+    ];
+    let k = s
+        .parent(rows)
+        .ok_or_else(|| SchedError::new("bench", "no reduction loop"))?;
+    s.stage_mem(&k, 1, "C", &region, name, mem.clone())?;
+    s.lift_alloc(&s.find(&format!("alloc {name}"))?)?;
+    s.unroll(rows)?;
+    Ok(())
+}
+
+/// The register-tile kernel for a strip of `height` rows: `rows` is
+/// `for r in 0..height { for j in 0..N { for k in 0..K { C[.., j] += .. } } }`. The columns are
+/// cut into 64-wide tiles and a right edge of `N % 64` columns, which is cut further into strips
+/// of 32, 16, 8, 4, 2 and 1 columns; every tile is reordered to `k { rows { cols } }`, staged in
+/// a buffer of its own and its rows unrolled.
+fn strip_kernel(
+    s: &mut Schedule,
+    rows: &Cursor,
+    height: i64,
+    tag: &str,
+    mem: &Arc<Memory>,
+) -> Result<(), SchedError> {
+    let j = first_in(s, rows)?;
+    let jo = s.split(&j, 64, &format!("jo{tag}"), &format!("ji{tag}"), Tail::Cut)?;
+    let ji = first_in(s, &jo)?;
+    s.fission(&jo)?; // rows { jo { ji { k } } }; rows' { jt { k } }
+    let edge_rows = next_of(s, rows)?;
+    s.reorder_loops(rows)?; // jo { rows { ji { k } } }
+    s.reorder_loops(&ji)?; // jo { rows { k { ji } } }
+    s.reorder_loops(rows)?; // jo { k { rows { ji } } }
+    stage_tile(s, rows, &ji, height, 64, &format!("Ct{tag}"), mem)?;
+
+    // The right edge.
+    s.reorder_loops(&edge_rows)?; // jt { rows' { k } }
+    let mut tail = s
+        .parent(&edge_rows)
+        .ok_or_else(|| SchedError::new("bench", "no edge loop"))?;
+    for width in [32i64, 16, 8, 4, 2, 1] {
+        let outer = s.split(
+            &tail,
+            width,
+            &format!("e{width}o{tag}"),
+            &format!("e{width}{tag}"),
+            Tail::Cut,
+        )?;
+        tail = next_of(s, &outer)?;
+        let strip = first_in(s, &outer)?; // e { rows' { k } }
+        let strip_rows = first_in(s, &strip)?;
+        s.reorder_loops(&strip)?; // eo { rows' { e { k } } }
+        s.reorder_loops(&strip)?; // eo { rows' { k { e } } }
+        s.reorder_loops(&strip_rows)?; // eo { k { rows' { e } } }
+        stage_tile(
+            s,
+            &strip_rows,
+            &strip,
+            height,
+            width,
+            &format!("Ce{width}{tag}"),
+            mem,
+        )?;
+    }
+    Ok(())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,74 +140,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t0 = Instant::now();
     let mut s = Schedule::new(base);
     let r: Result<(), SchedError> = (|| {
-        // The main kernel.
+        // Rows in strips of 4 (the main kernel), then the bottom edge of `M % 4` rows in a strip
+        // of 2 and a strip of 1.
         let i = s.find("for i")?;
-        s.split(&i, 4, "io", "ii", Tail::Cut)?;
-        s.reorder_loops(&s.find("for ii")?)?;
-        let j = s.find("for j")?;
-        s.split(&j, 64, "jo", "ji", Tail::CutAndGuard)?;
-        s.reorder_loops(&s.find("for ji")?)?;
-        s.reorder_loops(&s.find("for ji")?)?;
-        s.reorder_loops(&s.find("for ii")?)?;
-        let (io, jo) = (
-            loop_var(&s, &s.find("for io")?),
-            loop_var(&s, &s.find("for jo")?),
-        );
-        let four_io = Expr::binary(BinOp::Mul, Expr::int(4), io);
-        // The C tile of 4 rows from `4 * io` and `width` columns from `col`.
-        let tile = |col: Expr, width: i64| {
-            let rows = Expr::binary(BinOp::Add, four_io.clone(), Expr::int(4));
-            let cols = Expr::binary(BinOp::Add, col.clone(), Expr::int(width));
-            vec![(four_io.clone(), rows), (col, cols)]
-        };
-        let jstart = Expr::binary(BinOp::Mul, Expr::int(64), jo.clone());
-        s.stage_mem(
-            &s.find("for k")?,
-            1,
-            "C",
-            &tile(jstart, 64),
-            "Ct",
-            stack.clone(),
-        )?;
-        s.unroll(&s.find("for ii")?)?;
-
-        // The right edge: `if N % 64 > 0 { for jt in 0..N % 64 { for ii { for k } } }`, cut into
-        // strips of 32, 16, 8, 4, 2, 1 columns by repeated splits with cut tails.
-        // A cursor on the remaining tail; cursors follow their loop through later steps.
-        let mut tail = s.find("for ji #4")?;
-        for width in [32i64, 16, 8, 4, 2, 1] {
-            let (outer, inner) = (format!("e{width}o"), format!("e{width}"));
-            s.split(&tail, width, &outer, &inner, Tail::Cut)?;
-            tail = s.find(&format!("for {inner} #1"))?;
-            let strip = s.find(&format!("for {inner}"))?;
-            s.reorder_loops(&strip)?; // eo { ii { e { k } } }
-            s.reorder_loops(&strip)?; // eo { ii { k { e } } }
-            let ii = s.find("for ii")?;
-            s.reorder_loops(&ii)?; // eo { k { ii { e } } }
-
-            // The strip's first column: the column index of its update with the strip index 0.
-            let e = s.find(&format!("for {inner}"))?;
-            let update = s
-                .body(&e, 0, 0)
-                .ok_or_else(|| SchedError::new("bench", "empty strip"))?;
-            let col = match &s.stmt(&update).expect("update").kind {
-                StmtKind::Reduce { idx, .. } => idx[1].clone(),
-                _ => return Err(SchedError::new("bench", "strip body is not the update")),
-            };
-            let e_sym = match &s.stmt(&e).expect("strip").kind {
-                StmtKind::For { var, .. } => var.clone(),
-                _ => unreachable!(),
-            };
-            let start = weft::sched::subst::Subst::new()
-                .var(&e_sym, Expr::int(0))
-                .expr(&col);
-            let region = tile(start, width);
-            let k = s
-                .parent(&s.find("for ii")?)
-                .ok_or_else(|| SchedError::new("bench", "no k loop"))?;
-            s.stage_mem(&k, 1, "C", &region, &format!("Ce{width}"), stack.clone())?;
-            s.unroll(&s.find("for ii")?)?;
-        }
+        let io = s.split(&i, 4, "io", "ii", Tail::Cut)?;
+        let bottom = next_of(&s, &io)?;
+        let ii = first_in(&s, &io)?;
+        strip_kernel(&mut s, &ii, 4, "", &stack)?;
+        let b2o = s.split(&bottom, 2, "b2o", "b2", Tail::Cut)?;
+        let last = next_of(&s, &b2o)?;
+        let b2 = first_in(&s, &b2o)?;
+        strip_kernel(&mut s, &b2, 2, "b2", &stack)?;
+        let b1o = s.split(&last, 1, "b1o", "b1", Tail::Cut)?;
+        let b1 = first_in(&s, &b1o)?;
+        strip_kernel(&mut s, &b1, 1, "b1", &stack)?;
         s.simplify()?;
         Ok(())
     })();

@@ -207,6 +207,28 @@ impl Schedule {
         })
     }
 
+    /// See [`prims::add_loop`]: wrap the statement in `for name in 0..hi`. Returns a cursor on
+    /// the new loop.
+    pub fn add_loop(&mut self, c: &Cursor, name: &str, hi: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("add_loop({name}, {hi})");
+        let r = self.apply("add_loop", c, step, |a, p, at| {
+            prims::add_loop::add_loop(a, p, at, name, hi)
+        })?;
+        // The returned cursor follows the statement into the loop; its parent is the loop.
+        Ok(self.parent(&r).unwrap_or(r))
+    }
+
+    /// See [`prims::eliminate_dead_code`]: drop a loop that never runs or the branch of an `if`
+    /// that is never taken.
+    pub fn eliminate_dead_code(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply(
+            "eliminate_dead_code",
+            c,
+            "eliminate_dead_code".into(),
+            prims::eliminate_dead_code::eliminate_dead_code,
+        )
+    }
+
     /// See [`prims::parallelize`]: mark the loop parallel, proved race-free.
     pub fn parallelize(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("parallelize", c, "parallelize".into(), |a, p, at| {

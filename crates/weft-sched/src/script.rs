@@ -20,6 +20,8 @@
 //! | `remove_loop(loop)` | [`crate::prims::remove_loop`] |
 //! | `unroll(loop)` | [`crate::prims::unroll`] |
 //! | `parallelize(loop)` | [`crate::prims::parallelize`] (proved race-free) |
+//! | `add_loop(stmt, name, hi)` | [`crate::prims::add_loop`]: `for name in 0..hi { stmt }` |
+//! | `eliminate_dead_code(stmt)` | [`crate::prims::eliminate_dead_code`]: a loop that never runs, an `if` always or never taken |
 //! | `cut(loop, expr)` | [`crate::prims::cut`] |
 //! | `shift(loop, expr)` | [`crate::prims::shift`] |
 //! | `simplify()` | [`crate::prims::simplify`] |
@@ -403,12 +405,26 @@ pub fn apply_step_in(
             arity(step, 0)?;
             s.simplify()?;
         }
-        "reorder_loops" | "reorder_stmts" | "fission" | "fuse" | "remove_loop" | "unroll"
-        | "parallelize" => {
+        "add_loop" => {
+            arity(step, 3)?;
+            let c = stmt_arg(s, step, 0)?;
+            let name = name_arg(step, 1)?;
+            let hi = expr_arg(s, &c, step, 2)?;
+            s.add_loop(&c, &name, &hi)?;
+        }
+        "reorder_loops"
+        | "reorder_stmts"
+        | "fission"
+        | "fuse"
+        | "remove_loop"
+        | "unroll"
+        | "parallelize"
+        | "eliminate_dead_code" => {
             arity(step, 1)?;
             let c = stmt_arg(s, step, 0)?;
             match step.primitive.as_str() {
                 "parallelize" => s.parallelize(&c)?,
+                "eliminate_dead_code" => s.eliminate_dead_code(&c)?,
                 "reorder_loops" => s.reorder_loops(&c)?,
                 "reorder_stmts" => s.reorder_stmts(&c)?,
                 "fission" => s.fission(&c)?,

@@ -4,12 +4,14 @@
 //! [`Analysis`]) before building the new proc.
 
 pub mod add_guard;
+pub mod add_loop;
 pub mod bind_config;
 pub mod bind_expr;
 pub mod call_eqv;
 pub mod cut;
 pub mod delete_pass;
 pub mod divide_dim;
+pub mod eliminate_dead_code;
 pub mod expand_dim;
 pub mod extract_proc;
 pub mod fission;

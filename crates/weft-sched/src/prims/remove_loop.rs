@@ -50,18 +50,44 @@ pub fn remove_loop(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rew
         what.clone(),
     )?;
     let inner = a.scope_at(p, &at.child(0, 0));
-    let eff = a.effects(&inner, l.body);
+    require_idempotent(a, PRIM, &inner, l.body, l.stmt.span, &what)?;
+    let n = l.body.len();
+    let forward = Forward::replaced(at, n, |rel| {
+        if rel.len() == 1 {
+            None
+        } else {
+            Some(rel[1..].to_vec())
+        }
+    });
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, at, l.body.to_vec()),
+        forward,
+    })
+}
+
+/// Prove that running `body` (in `scope`) twice in a row has the effect of running it once: the
+/// paper's `Shadows(a, a)`, in the sufficient form stated in the module doc. `add_loop` needs the
+/// same condition.
+pub(crate) fn require_idempotent(
+    a: &mut Analysis,
+    prim: &'static str,
+    scope: &crate::effects::Scope,
+    body: &[weft_ir::Stmt],
+    span: weft_ir::Span,
+    what: &str,
+) -> Result<(), SchedError> {
+    let eff = a.effects(scope, body);
     if let Some(r) = eff.accesses.iter().find(|x| x.kind == AccessKind::Reduce) {
         return Err(SchedError::new(
-            PRIM,
+            prim,
             format!("the body is not idempotent: it reduces into {}", r.name),
         )
         .at(r.span, "reduction")
-        .at(l.stmt.span, what));
+        .at(span, what.to_string()));
     }
     if let Some(w) = eff.writes().find(|x| !x.exact) {
         return Err(SchedError::new(
-            PRIM,
+            prim,
             format!(
                 "the body writes {} at a location that depends on a config value",
                 w.name
@@ -81,23 +107,12 @@ pub fn remove_loop(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rew
             .cloned()
             .collect(),
     };
-    if let Some(c) = a.conflict(&inner.facts, &[], &writes, &reads, false) {
+    if let Some(c) = a.conflict(&scope.facts, &[], &writes, &reads, false) {
         return Err(conflict_error(
-            PRIM,
+            prim,
             "the body is not idempotent: it reads a location it writes",
             c,
         ));
     }
-    let n = l.body.len();
-    let forward = Forward::replaced(at, n, |rel| {
-        if rel.len() == 1 {
-            None
-        } else {
-            Some(rel[1..].to_vec())
-        }
-    });
-    Ok(Rewrite {
-        proc: path::replace_stmt(p, at, l.body.to_vec()),
-        forward,
-    })
+    Ok(())
 }

@@ -1,0 +1,81 @@
+//! `add_loop`: wrap a statement in a loop that runs it again and again.
+//!
+//! ```text
+//! s  ⇝  for x in 0..hi { s }        (x a new variable, not used by s)
+//! ```
+//!
+//! The inverse of [`super::remove_loop`], with its condition (Exo §4.7): the loop runs at least
+//! once (`0 < hi` proved in the statement's context), and `s` shadows itself, so running it more
+//! than once changes nothing: `s` has no reductions, every write is exact, and no write overlaps a
+//! read of another execution of `s` (see [`super::remove_loop::require_idempotent`]). `hi` is a
+//! control expression over the names in scope; it is evaluated once, and `s` cannot change it
+//! (control values never depend on data; a config field it reads must not be written by `s`).
+//! Useful to give a statement the loop structure of an instruction before `replace`, or to build
+//! the loop a later `fuse` merges into.
+
+use super::remove_loop::require_idempotent;
+use super::{describe, for_stmt, require, stmt_at, term_at, Rewrite};
+use crate::effects::Analysis;
+use crate::error::SchedError;
+use crate::path::{self, Forward, Path, Step};
+use weft_check::smt::Term;
+use weft_ir::{Expr, ExprKind, Proc, Sym};
+
+const PRIM: &str = "add_loop";
+
+/// Wrap the statement at `at` in `for name in 0..hi`.
+pub fn add_loop(
+    a: &mut Analysis,
+    p: &Proc,
+    at: &Path,
+    name: &str,
+    hi: &Expr,
+) -> Result<Rewrite, SchedError> {
+    let s = stmt_at(PRIM, p, at)?;
+    let what = describe(s);
+    let scope = a.scope_at(p, at);
+    let h = term_at(a, PRIM, &scope, hi)?;
+    require(
+        a,
+        PRIM,
+        &scope.facts,
+        &Term::lt(Term::Int(0), h),
+        || format!("the loop may run zero times ({hi} <= 0 is possible)"),
+        s.span,
+        what.clone(),
+    )?;
+    let eff = a.effects(&scope, std::slice::from_ref(s));
+    let mut bound_configs = Vec::new();
+    weft_ir::visit::walk_expr(hi, &mut |e| {
+        if let ExprKind::ReadConfig { config, field } = &e.kind {
+            bound_configs.push(crate::effects::Root::Config(config.name.clone(), *field));
+        }
+    });
+    if let Some(w) = eff.writes().find(|w| bound_configs.contains(&w.root)) {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "the bound reads config {} and the statement writes it",
+                w.name
+            ),
+        )
+        .at(w.span, "writes the config field"));
+    }
+    require_idempotent(a, PRIM, &scope, std::slice::from_ref(s), s.span, &what)?;
+    let wrapped = for_stmt(
+        Sym::new(name),
+        Expr::int(0),
+        hi.clone(),
+        vec![s.clone()],
+        s.span,
+    );
+    let forward = Forward::replaced(at, 1, |rel| {
+        let mut out = vec![rel[0], Step { block: 0, index: 0 }];
+        out.extend_from_slice(&rel[1..]);
+        Some(out)
+    });
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, at, vec![wrapped]),
+        forward,
+    })
+}

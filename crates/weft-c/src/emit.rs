@@ -117,10 +117,11 @@ pub fn interpolate(tpl: &str, vars: &[(String, String)]) -> String {
 }
 
 /// Whether a C expression is a plain name or number (safe to repeat, no parentheses needed).
+/// A C identifier or number: cheap to repeat and unaffected by the code around it. (Config
+/// fields, `cfg.field`, are not: a loop bound reading one is evaluated once, before the loop, as
+/// the IR means.)
 fn is_atom(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `a * b` over C int64 expressions, folding constants.

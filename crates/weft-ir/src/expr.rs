@@ -13,11 +13,25 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A literal value. Its type is the enclosing [`Expr`]'s `ty`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Const {
     Int(i64),
     Float(f64),
     Bool(bool),
+}
+
+/// Literals are equal when they are the same value bit for bit: `-0.0` and `0.0` differ (they
+/// give different results, e.g. as divisors), and a NaN equals the same NaN (structural equality
+/// of code, not IEEE comparison).
+impl PartialEq for Const {
+    fn eq(&self, other: &Const) -> bool {
+        match (self, other) {
+            (Const::Int(a), Const::Int(b)) => a == b,
+            (Const::Float(a), Const::Float(b)) => a.to_bits() == b.to_bits(),
+            (Const::Bool(a), Const::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

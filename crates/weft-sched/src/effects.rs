@@ -99,12 +99,32 @@ impl Effects {
     }
 
     /// A copy whose bound variables are renamed apart (so that two copies can be compared as two
-    /// different executions), with `'` appended to their names.
+    /// different executions), with `'` appended to their names. Unknown values (`?`, terms the
+    /// analysis could not form) are renamed apart too: they may depend on the bound variables, so
+    /// the other execution may see other values (within one copy they stay shared, as one
+    /// execution sees one value).
     pub fn rename_bound(&self) -> Effects {
         let mut map = HashMap::new();
         for a in &self.accesses {
             for v in &a.bound {
                 map.entry(v.id).or_insert_with(|| Term::IntVar(primed(v)));
+            }
+            let mut vars = Vec::new();
+            for t in a.idx.iter().chain(&a.guard) {
+                t.vars(&mut vars);
+            }
+            for v in vars.into_iter().filter(|v| v.name == UNKNOWN) {
+                let fresh = Var {
+                    id: Sym::new(UNKNOWN).id(),
+                    name: UNKNOWN.into(),
+                };
+                map.entry(v.id).or_insert_with(|| {
+                    if t_is_bool(&a.guard, &v) {
+                        Term::BoolVar(fresh)
+                    } else {
+                        Term::IntVar(fresh)
+                    }
+                });
             }
         }
         self.subst(&map)
@@ -126,6 +146,28 @@ fn unknown_bool() -> Term {
         id: Sym::new(UNKNOWN).id(),
         name: UNKNOWN.into(),
     })
+}
+
+/// Whether `v` occurs as a boolean variable in one of the terms.
+fn t_is_bool(terms: &[Term], v: &Var) -> bool {
+    fn go(t: &Term, v: &Var) -> bool {
+        match t {
+            Term::BoolVar(w) => w.id == v.id,
+            Term::IntVar(_) | Term::Int(_) | Term::Bool(_) => false,
+            Term::Add(x, y)
+            | Term::Sub(x, y)
+            | Term::Mul(x, y)
+            | Term::Div(x, y)
+            | Term::Mod(x, y)
+            | Term::Lt(x, y)
+            | Term::Le(x, y)
+            | Term::Eq(x, y) => go(x, v) || go(y, v),
+            Term::Neg(x) | Term::Not(x) => go(x, v),
+            Term::Ite(c, x, y) => go(c, v) || go(x, v) || go(y, v),
+            Term::And(xs) | Term::Or(xs) => xs.iter().any(|x| go(x, v)),
+        }
+    }
+    terms.iter().any(|t| go(t, v))
 }
 
 /// Whether a term contains an unknown value.
@@ -597,6 +639,28 @@ impl Analysis {
         }
     }
 
+    /// The reads of the coordinates of a window expression (config fields in control position).
+    fn coord_reads(
+        &mut self,
+        scope: &Scope,
+        e: &Expr,
+        guard: &[Term],
+        bound: &[Var],
+        out: &mut Effects,
+    ) {
+        if let ExprKind::Window { coords, .. } = &e.kind {
+            for c in coords {
+                match c {
+                    WinCoord::Point(x) => self.expr_reads(scope, x, guard, bound, out),
+                    WinCoord::Interval(lo, hi) => {
+                        self.expr_reads(scope, lo, guard, bound, out);
+                        self.expr_reads(scope, hi, guard, bound, out);
+                    }
+                }
+            }
+        }
+    }
+
     fn stmt_effects(
         &mut self,
         scope: &mut Scope,
@@ -673,14 +737,23 @@ impl Analysis {
                 }
             }
             StmtKind::Alloc { buf, ty } => {
+                for e in &ty.shape {
+                    self.expr_reads(scope, e, guard, bound, out);
+                }
                 scope.local.insert(buf.id());
                 scope.views.insert(buf.id(), View::whole(buf, ty.rank()));
             }
-            StmtKind::Window { .. } => self.declare(scope, s),
+            StmtKind::Window { rhs, .. } => {
+                // The coordinates may read config fields.
+                self.coord_reads(scope, rhs, guard, bound, out);
+                self.declare(scope, s)
+            }
             StmtKind::Call { proc, args } => {
                 for a in args {
                     if a.ty.is_control() {
                         self.expr_reads(scope, a, guard, bound, out);
+                    } else {
+                        self.coord_reads(scope, a, guard, bound, out);
                     }
                 }
                 self.call_effects(scope, proc, args, guard, bound, s.span, out);

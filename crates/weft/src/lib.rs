@@ -112,10 +112,9 @@ pub fn load_traced(
 /// types; races need the scheduler's effect analysis). Scheduled procs are proved as they are made.
 pub fn check_parallel_loops(p: &Program) -> Result<(), Error> {
     let mut analysis = weft_sched::effects::Analysis::new();
+    // Each proc with the procs it calls (imported ones included); procs without parallel loops
+    // cost no solver query.
     for proc in &p.module.procs {
-        if !weft_sched::prims::parallelize::has_parallel_loops(proc) {
-            continue;
-        }
         weft_sched::prims::parallelize::check_parallel_loops(&mut analysis, proc, "parallel")
             .map_err(|e| {
                 let mut d = e.to_diagnostic();

@@ -30,6 +30,7 @@ use crate::error::SchedError;
 use crate::find::all_stmts;
 use crate::path::{self, Forward, Path};
 use std::collections::HashMap;
+use std::sync::Arc;
 use weft_check::smt::Term;
 use weft_check::terms::sym_var;
 use weft_ir::{Proc, Stmt, StmtKind};
@@ -99,26 +100,23 @@ pub fn prove_race_free(
     Ok(())
 }
 
-/// Prove every parallel loop of `p` race-free; the first one that is not gives the error.
+/// Prove every parallel loop of `p` and of the procs it calls race-free (a step such as
+/// `replace` or `call_eqv` may bring in a callee with parallel loops); the first one that is not
+/// gives the error.
 pub fn check_parallel_loops(
     a: &mut Analysis,
-    p: &Proc,
+    p: &Arc<Proc>,
     prim: &'static str,
 ) -> Result<(), SchedError> {
-    let loops: Vec<Path> = all_stmts(p)
-        .into_iter()
-        .filter(|(_, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }))
-        .map(|(at, _)| at)
-        .collect();
-    for at in loops {
-        prove_race_free(a, p, &at, prim)?;
+    for q in weft_ir::visit::Deps::of(p).procs {
+        let loops: Vec<Path> = all_stmts(&q)
+            .into_iter()
+            .filter(|(_, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }))
+            .map(|(at, _)| at)
+            .collect();
+        for at in loops {
+            prove_race_free(a, &q, &at, prim)?;
+        }
     }
     Ok(())
-}
-
-/// Whether a proc has a parallel loop.
-pub fn has_parallel_loops(p: &Proc) -> bool {
-    all_stmts(p)
-        .iter()
-        .any(|(_, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }))
 }

@@ -100,6 +100,8 @@ struct BufBinding {
 
 struct Unifier<'a> {
     callee: &'a Proc,
+    /// Config fields the block writes.
+    written_configs: HashSet<(String, usize)>,
     /// Callee symbols bound by the callee body, and what they are in the block.
     ren: HashMap<u64, Sym>,
     /// Symbols bound inside the block (their coefficients must agree on both sides).
@@ -194,13 +196,32 @@ impl Unifier<'_> {
     /// bound variables (a callee-side one must be a constant expression).
     fn other(&mut self, e: &Expr, callee: bool) -> U<Lin> {
         let mut ok = true;
+        let mut written_config = None;
         weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
             ExprKind::Var(s) | ExprKind::Stride { buf: s, .. } => {
                 ok &= !callee && !self.bound.contains(&s.id())
             }
             ExprKind::Read { .. } => ok = false,
+            ExprKind::ReadConfig { config, field }
+                if !callee
+                    && self
+                        .written_configs
+                        .contains(&(config.name.clone(), *field)) =>
+            {
+                written_config = Some(x.to_string())
+            }
             _ => {}
         });
+        if let Some(c) = written_config {
+            // A known becomes part of an argument, evaluated before the block runs.
+            return mismatch(
+                format!(
+                    "'{e}' reads {c}, which the block writes: as an argument of the call it \
+                     would be read before the write"
+                ),
+                e.span,
+            );
+        }
         if !ok {
             return mismatch(
                 format!("'{e}' is not affine in the callee's parameters and the loop variables"),
@@ -503,16 +524,23 @@ impl Unifier<'_> {
             }
             (
                 StmtKind::For {
-                    var, lo, hi, body, ..
+                    var,
+                    lo,
+                    hi,
+                    body,
+                    parallel,
                 },
                 StmtKind::For {
                     var: v2,
                     lo: l2,
                     hi: h2,
                     body: b2,
-                    ..
+                    parallel: p2,
                 },
             ) => {
+                if parallel != p2 {
+                    return Err(differ());
+                }
                 self.equate_ctrl(lo, l2)?;
                 self.equate_ctrl(hi, h2)?;
                 self.ren.insert(var.id(), v2.clone());
@@ -546,6 +574,18 @@ impl Unifier<'_> {
             _ => Err(differ()),
         }
     }
+}
+
+/// The config fields a block writes.
+fn written_configs(b: &[Stmt]) -> HashSet<(String, usize)> {
+    let mut out = HashSet::new();
+    let block: weft_ir::Block = b.to_vec();
+    weft_ir::visit::walk_block(&block, &mut |s| {
+        if let StmtKind::WriteConfig { config, field, .. } = &s.kind {
+            out.insert((config.name.clone(), *field));
+        }
+    });
+    out
 }
 
 /// The symbols bound inside a block (loop variables, allocations, windows).
@@ -593,6 +633,7 @@ pub fn replace(
     let mut u = Unifier {
         callee,
         ren: HashMap::new(),
+        written_configs: written_configs(stmts),
         bound: bound_syms(stmts),
         unknowns: Vec::new(),
         param_unknown: HashMap::new(),
@@ -846,16 +887,20 @@ fn solve(
         // c·x + rest = 0  ⇒  x = -rest / c, exactly.
         let mut rest = eq.clone();
         rest.terms.retain(|t| t.0 != Atom::Unknown(x));
-        if rest.constant % c != 0 || rest.terms.iter().any(|t| t.1 % c != 0) {
+        let divides = |v: i64| v.checked_rem(c) == Some(0);
+        if !divides(rest.constant) || rest.terms.iter().any(|t| !divides(t.1)) {
             return Err(err(
                 format!("{} would not be an integer", u.unknowns[x].0),
                 span,
             ));
         }
-        let mut v = rest.scale(-1).expect("negation of checked values");
-        v.constant /= c;
+        // x = rest / (-c), every division exact; overflow (i64::MIN / -1) is a mismatch.
+        let too_large = || err("an index is too large to unify".into(), span);
+        let div = |v: i64| c.checked_neg().and_then(|m| v.checked_div(m));
+        let mut v = rest;
+        v.constant = div(v.constant).ok_or_else(too_large)?;
         for t in &mut v.terms {
-            t.1 /= c;
+            t.1 = div(t.1).ok_or_else(too_large)?;
         }
         let atom = Atom::Unknown(x);
         for (e, _) in &mut eqs {

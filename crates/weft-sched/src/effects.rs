@@ -113,10 +113,15 @@ impl Effects {
             for t in a.idx.iter().chain(&a.guard) {
                 t.vars(&mut vars);
             }
-            for v in vars.into_iter().filter(|v| v.name == UNKNOWN) {
+            // Config fields read in control position too: the other execution may run after the
+            // field changed (`Env::config` names their variables `Config.field`).
+            for v in vars
+                .into_iter()
+                .filter(|v| v.name == UNKNOWN || is_config_var(v))
+            {
                 let fresh = Var {
-                    id: Sym::new(UNKNOWN).id(),
-                    name: UNKNOWN.into(),
+                    id: Sym::new(&v.name).id(),
+                    name: format!("{}'", v.name),
                 };
                 map.entry(v.id).or_insert_with(|| {
                     if t_is_bool(&a.guard, &v) {
@@ -146,6 +151,12 @@ fn unknown_bool() -> Term {
         id: Sym::new(UNKNOWN).id(),
         name: UNKNOWN.into(),
     })
+}
+
+/// Whether `v` stands for a config field read in control position (named `Config.field`; no
+/// other variable of the analysis has a `.` in its name).
+fn is_config_var(v: &Var) -> bool {
+    v.name.contains('.') && !v.name.starts_with("stride(")
 }
 
 /// Whether `v` occurs as a boolean variable in one of the terms.

@@ -12,7 +12,8 @@
 use weft_ir::{BinOp, Const, Expr, ExprKind, Stmt, StmtKind, Ty, UnOp, WinCoord};
 
 /// An atom of the normal form: a sub-expression that is not affine, merged with the atoms that
-/// print the same.
+/// are the same expression (same symbols, not just the same names: two variables named `i` may
+/// be different variables after inlining).
 #[derive(Clone)]
 struct Atom {
     text: String,
@@ -22,10 +23,81 @@ struct Atom {
 impl Atom {
     fn new(expr: Expr) -> Atom {
         Atom {
-            text: weft_ir::print::expr_to_string(&expr),
+            text: structural_key(&expr),
             expr,
         }
     }
+}
+
+/// A text that two expressions share exactly when they are the same expression: operators,
+/// constants (bit for bit), types, and symbols by identity.
+pub(crate) fn structural_key(e: &Expr) -> String {
+    fn go(e: &Expr, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(out, "{:?}:", e.ty);
+        match &e.kind {
+            ExprKind::Const(c) => {
+                let _ = match c {
+                    Const::Int(v) => write!(out, "i{v}"),
+                    Const::Float(v) => write!(out, "f{:x}", v.to_bits()),
+                    Const::Bool(v) => write!(out, "b{v}"),
+                };
+            }
+            ExprKind::Var(s) => {
+                let _ = write!(out, "v{}", s.id());
+            }
+            ExprKind::Read { buf, idx } => {
+                let _ = write!(out, "r{}", buf.id());
+                list(idx, out);
+            }
+            ExprKind::Unary(op, a) => {
+                let _ = write!(out, "u{op:?}");
+                list(std::slice::from_ref(a), out);
+            }
+            ExprKind::Binary(op, a, b) => {
+                let _ = write!(out, "b{op:?}");
+                list(&[a.clone(), b.clone()], out);
+            }
+            ExprKind::Select(a, b, c) => {
+                out.push('s');
+                list(&[a.clone(), b.clone(), c.clone()], out);
+            }
+            ExprKind::Cast(t, a) => {
+                let _ = write!(out, "c{t:?}");
+                list(std::slice::from_ref(a), out);
+            }
+            ExprKind::Math(f, args) => {
+                let _ = write!(out, "m{f:?}");
+                list(args, out);
+            }
+            ExprKind::Window { buf, coords } => {
+                let _ = write!(out, "w{}", buf.id());
+                for c in coords {
+                    match c {
+                        WinCoord::Point(p) => list(std::slice::from_ref(p), out),
+                        WinCoord::Interval(lo, hi) => list(&[lo.clone(), hi.clone()], out),
+                    }
+                }
+            }
+            ExprKind::Stride { buf, dim } => {
+                let _ = write!(out, "t{}.{dim}", buf.id());
+            }
+            ExprKind::ReadConfig { config, field } => {
+                let _ = write!(out, "g{}.{field}", config.name);
+            }
+        }
+    }
+    fn list(es: &[Expr], out: &mut String) {
+        out.push('(');
+        for e in es {
+            go(e, out);
+            out.push(',');
+        }
+        out.push(')');
+    }
+    let mut out = String::new();
+    go(e, &mut out);
+    out
 }
 
 impl PartialEq for Atom {

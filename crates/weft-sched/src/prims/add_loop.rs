@@ -10,6 +10,9 @@
 //! read of another execution of `s` (see [`super::remove_loop::require_idempotent`]). `hi` is a
 //! control expression over the names in scope; it is evaluated once, and `s` cannot change it
 //! (control values never depend on data; a config field it reads must not be written by `s`).
+//! The statement must not be an allocation or a window binding (the name would not be visible
+//! after the loop) and must not free a buffer allocated outside it (a second `free`); the loop
+//! variable must not reuse the name of an argument or an enclosing loop variable.
 //! Useful to give a statement the loop structure of an instruction before `replace`, or to build
 //! the loop a later `fuse` merges into.
 
@@ -19,7 +22,7 @@ use crate::effects::Analysis;
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
 use weft_check::smt::Term;
-use weft_ir::{Expr, ExprKind, Proc, Sym};
+use weft_ir::{Expr, ExprKind, Proc, StmtKind, Sym};
 
 const PRIM: &str = "add_loop";
 
@@ -33,6 +36,46 @@ pub fn add_loop(
 ) -> Result<Rewrite, SchedError> {
     let s = stmt_at(PRIM, p, at)?;
     let what = describe(s);
+    // Declarations and frees are not effects, but they cannot run twice (a second `free`), and
+    // a name declared inside the new loop would not be visible after it.
+    let mut frees_outside = None;
+    let block = vec![s.clone()];
+    let mut declared = std::collections::HashSet::new();
+    weft_ir::visit::walk_block(&block, &mut |x| match &x.kind {
+        StmtKind::Alloc { buf, .. } => {
+            declared.insert(buf.id());
+        }
+        StmtKind::Free { buf } if !declared.contains(&buf.id()) => {
+            frees_outside = Some(buf.clone())
+        }
+        _ => {}
+    });
+    if matches!(s.kind, StmtKind::Alloc { .. } | StmtKind::Window { .. }) {
+        return Err(SchedError::new(
+            PRIM,
+            "the statement declares a name, which would not be visible after the loop",
+        )
+        .at(s.span, what));
+    }
+    if let Some(b) = frees_outside {
+        return Err(SchedError::new(
+            PRIM,
+            format!("the statement frees '{b}', which cannot be freed twice"),
+        )
+        .at(s.span, what));
+    }
+    // A loop variable must not take the name of a control value in scope.
+    let taken = p.args.iter().any(|a| a.sym.name() == name)
+        || path::ancestors(p, at)
+            .iter()
+            .any(|(_, x)| matches!(&x.kind, StmtKind::For { var, .. } if var.name() == name));
+    if taken {
+        return Err(SchedError::new(
+            PRIM,
+            format!("'{name}' is already a name in scope; choose another loop variable"),
+        )
+        .at(s.span, what));
+    }
     let scope = a.scope_at(p, at);
     let h = term_at(a, PRIM, &scope, hi)?;
     require(

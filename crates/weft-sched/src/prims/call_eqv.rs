@@ -9,7 +9,8 @@
 //! to, modulo the config fields that step may pollute. Following these records from `f` and from
 //! `g` gives two provenance chains; `f` and `g` are related when the chains meet — `g` was
 //! scheduled from `f`, `f` from `g`, or both from a common ancestor (a proc is recognised by
-//! identity or by alpha-equivalence, name included). Then `f ≅_L g`, where `L` is the union of the
+//! identity or by alpha-equivalence, name included, with the callees of its calls recognised the
+//! same way in turn — not by name, which two different procs may share). Then `f ≅_L g`, where `L` is the union of the
 //! config fields polluted along both chains down to where they meet.
 //!
 //! Conditions: the statement is a call of `f`; `g` has `f`'s signature (argument kinds and types
@@ -82,7 +83,41 @@ pub fn relation(f: &Arc<Proc>, g: &Arc<Proc>) -> Option<Vec<Field>> {
             })
         })
     };
-    meet(&|a, b| Arc::ptr_eq(a, b)).or_else(|| meet(&|a, b| weft_ir::alpha::alpha_eq_proc(a, b)))
+    meet(&|a, b| Arc::ptr_eq(a, b)).or_else(|| meet(&|a, b| same_proc(a, b, &mut Vec::new())))
+}
+
+/// Whether two procs are the same: the same `Arc`, or alpha-equivalent (name included) with their
+/// callees, call by call, the same procs in turn. [`weft_ir::alpha::alpha_eq_proc`] alone compares
+/// callees by name, and two different procs can have one name (a schedule's new procs, procs of
+/// different modules). `seen`: pairs already being compared (call graphs are acyclic, this only
+/// saves repeated work).
+fn same_proc(a: &Arc<Proc>, b: &Arc<Proc>, seen: &mut Vec<(*const Proc, *const Proc)>) -> bool {
+    if Arc::ptr_eq(a, b) {
+        return true;
+    }
+    let key = (Arc::as_ptr(a), Arc::as_ptr(b));
+    if seen.contains(&key) {
+        return true;
+    }
+    if !weft_ir::alpha::alpha_eq_proc(a, b) {
+        return false;
+    }
+    seen.push(key);
+    // Alpha-equivalent bodies have the same statements in the same order, so their calls pair up
+    // in walk order.
+    let (ca, cb) = (callees(&a.body), callees(&b.body));
+    ca.len() == cb.len() && ca.iter().zip(&cb).all(|(x, y)| same_proc(x, y, seen))
+}
+
+/// The callees of a block's calls, nested statements included, in walk order.
+fn callees(block: &weft_ir::Block) -> Vec<Arc<Proc>> {
+    let mut out = Vec::new();
+    weft_ir::visit::walk_block(block, &mut |s| {
+        if let StmtKind::Call { proc, .. } = &s.kind {
+            out.push(proc.clone());
+        }
+    });
+    out
 }
 
 /// Config fields read by a block, through calls too (`skip`: a path whose callee is not

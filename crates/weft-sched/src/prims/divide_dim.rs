@@ -13,6 +13,9 @@
 //!
 //! Conditions:
 //! - `d` is a dimension of `t` and `c >= 1`;
+//! - when `t`'s memory fixes the innermost extent (`last_dim`, as `set_memory` checks) and `d` is
+//!   the innermost dimension, `c` is that extent (the new innermost dimension has extent `c`; the
+//!   other dimensions leave the innermost extent as it is);
 //! - `nd` is divisible by `c`, proved with the solver in the allocation's context (its
 //!   preconditions, enclosing loops and conditions), with a counterexample otherwise. Then for
 //!   `0 <= i < nd` the map `i ↦ (i / c, i % c)` (Euclidean) is a bijection onto
@@ -58,6 +61,25 @@ pub fn divide_dim(
             SchedError::new(PRIM, format!("the factor {c} is not a positive constant"))
                 .at(site.stmt.span, what),
         );
+    }
+    // A memory that fixes the innermost extent (as `set_memory` checks): dividing the innermost
+    // dimension makes `c` the innermost extent.
+    if let Some(want) = site.ty.mem.last_dim {
+        let last = if dim + 1 == site.ty.rank() {
+            Some(c)
+        } else {
+            site.ty.shape.last().and_then(Expr::as_int_const)
+        };
+        if last != Some(want) {
+            return Err(SchedError::new(
+                PRIM,
+                format!(
+                    "memory {} requires the innermost dimension of '{t}' to be the constant {want}, which dividing dimension {dim} by {c} would not keep",
+                    site.ty.mem.name
+                ),
+            )
+            .at(site.stmt.span, what));
+        }
     }
     let n = &site.ty.shape[dim];
     let scope = a.scope_at(p, at);

@@ -29,18 +29,25 @@
 //!
 //! Conditions: the `count` statements exist and are consecutive in one block; the name is a valid
 //! identifier other than the caller's; no allocation or window binding among them is used after
-//! them (it would go out of scope); none of them frees a buffer allocated outside them; and the new
-//! proc passes the checker on its own (types, bounds, preconditions), or the step is rejected with
+//! them (it would go out of scope); none of them frees a buffer allocated outside them; the types
+//! of the buffers passed (their extents) and the coordinates of the windows re-bound in the new
+//! proc read no config field (nor data): they are evaluated again at the call, where a field may
+//! hold another value than where the buffer was declared (and the checker cannot equate two reads
+//! of a field); the new proc passes the checker on its own (types, bounds, preconditions); and the
+//! caller passes it with the call in place of the statements (the call's arguments have the
+//! parameters' types, its preconditions are provable there). Otherwise the step is rejected with
 //! the checker's message.
 //!
 //! Safety: by the semantics of calls, `g(x...)` runs `g`'s body with each control parameter bound
 //! to the argument's value and each buffer parameter bound to the argument's view, over the same
 //! data store and configs — which is exactly `inline_call` of the new call, and that gives back
 //! the original statements (control values are immutable, and a whole-buffer view is a renaming).
-//! The call is well formed in the caller: its size arguments are the caller's sizes, its buffer
-//! arguments have the parameters' types by construction, its preconditions are facts that hold at
-//! the call, and no two buffer arguments share a root, so nothing aliases. The rewrite is an
-//! equivalence.
+//! A re-bound window denotes the view it denoted in the caller: its coordinates read only control
+//! values, which are immutable, and the buffers it stands on are passed whole. The call is well
+//! formed in the caller (checked): its size arguments are the caller's sizes, its buffer
+//! arguments have the parameters' types by construction (extents over immutable control values),
+//! its preconditions are facts that hold at the call, and no two buffer arguments share a root, so
+//! nothing aliases. The rewrite is an equivalence.
 
 use super::{describe, Rewrite};
 use crate::effects::{block_mentions, Analysis};
@@ -249,7 +256,10 @@ pub fn extract_proc(
     let block = path::block_of(p, at)
         .ok_or_else(|| SchedError::new(PRIM, format!("no statement at {at} in '{}'", p.name)))?;
     let first = at.last().index;
-    if count == 0 || first + count > block.len() {
+    let end = first
+        .checked_add(count)
+        .filter(|e| count > 0 && *e <= block.len());
+    let Some(end) = end else {
         return Err(SchedError::new(
             PRIM,
             format!(
@@ -257,9 +267,9 @@ pub fn extract_proc(
                 block.len().saturating_sub(first)
             ),
         ));
-    }
-    let stmts: Vec<Stmt> = block[first..first + count].to_vec();
-    let rest = &block[first + count..];
+    };
+    let stmts: Vec<Stmt> = block[first..end].to_vec();
+    let rest = &block[end..];
     let span = stmts[0].span.to(stmts[count - 1].span);
     let what = describe(&stmts[0]);
 
@@ -339,12 +349,15 @@ pub fn extract_proc(
             }
         }
     }
-    // Control names the passed types and the re-bound windows mention.
+    // Control names the passed types and the re-bound windows mention. Both are evaluated again
+    // at the call (a parameter's extents, a re-bound window's coordinates), so they must not read
+    // a config field (or data), whose value may have changed since the buffer was declared, and
+    // which the checker cannot equate with an earlier read anyway.
     for b in &cx.bufs {
-        let exprs: Vec<&Expr> = if passed.contains(&b.sym.id()) {
-            b.ty.shape.iter().collect()
+        let (exprs, (whose, verb)): (Vec<&Expr>, _) = if passed.contains(&b.sym.id()) {
+            (b.ty.shape.iter().collect(), ("the type of", "reads"))
         } else if rebound.contains(&b.sym.id()) {
-            match &b.source {
+            let exprs = match &b.source {
                 Source::Window { coords, .. } => coords
                     .iter()
                     .flat_map(|c| match c {
@@ -353,13 +366,23 @@ pub fn extract_proc(
                     })
                     .collect(),
                 Source::Root => vec![],
-            }
+            };
+            (exprs, ("the coordinates of the window", "read"))
         } else {
-            vec![]
+            (vec![], ("", ""))
         };
         for e in exprs {
             let (mut c, mut bs) = (Vec::new(), Vec::new());
-            let _ = expr_names(e, &mut c, &mut bs);
+            if expr_names(e, &mut c, &mut bs).is_none() {
+                return Err(SchedError::new(
+                    PRIM,
+                    format!(
+                        "{whose} '{}' {verb} a config field or data ('{e}'): the new proc would evaluate it again at the call, where the value may differ",
+                        b.sym
+                    ),
+                )
+                .at(span, what));
+            }
             used_ctrl.extend(c.into_iter().filter(|id| cx.is_ctrl(*id)));
         }
     }
@@ -378,22 +401,36 @@ pub fn extract_proc(
             span,
             expand,
         );
-        match weft_check::check_proc(&new) {
-            Ok(()) => return Ok(finish(p, at, count, new, call_args, span)),
+        if let Err(ds) = weft_check::check_proc(&new) {
+            failure = format!(
+                "the extracted proc '{name}' does not check on its own: {}",
+                messages(&ds)
+            );
+            continue;
+        }
+        let (rw, new) = finish(p, at, count, new, call_args, span);
+        // The call must be well formed in the caller too (its arguments' types, the new proc's
+        // preconditions at the call).
+        match weft_check::check_proc(&rw.proc) {
+            Ok(()) => return Ok((rw, new)),
             Err(ds) => {
-                failure = ds
-                    .iter()
-                    .map(|d| d.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                failure = format!(
+                    "'{}' does not check with the call of '{name}' in place of the statements: {}",
+                    p.name,
+                    messages(&ds)
+                )
             }
         }
     }
-    Err(SchedError::new(
-        PRIM,
-        format!("the extracted proc '{name}' does not check on its own: {failure}"),
-    )
-    .at(span, what))
+    Err(SchedError::new(PRIM, failure).at(span, what))
+}
+
+/// The checker's messages, joined.
+fn messages(ds: &[weft_ir::Diagnostic]) -> String {
+    ds.iter()
+        .map(|d| d.message.clone())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The preconditions: facts over the arguments (`used_ctrl`, `passed`) only, or with `expand`

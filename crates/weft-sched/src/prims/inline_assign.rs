@@ -16,7 +16,8 @@
 //! - `e` does not read the cell it is assigned to (a copy would see the old value);
 //! - *every replaced read sees the value of `e`*: `s1 … sn` write or reduce into neither the cell
 //!   `b[idx]` nor any location `e` reads, anywhere, under any guard (the paper's `Commutes`
-//!   between the assignment and every write that follows it), and free no buffer `e` reads. So at
+//!   between the assignment and every write that follows it), and free no buffer `e` reads
+//!   (directly, or through a window of it: each buffer `e` names is resolved to its root). So at
 //!   each replaced read the cell still holds what `e` evaluated to, and a copy of `e` evaluated
 //!   there gives that same value (expressions have no effects; error values propagate alike);
 //! - *the write is dead*: no read left after the rewrite (through windows and calls included, and
@@ -37,7 +38,7 @@ use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
 use crate::prims::bind_expr::same_expr;
 use crate::rewrite::Rewriter;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use weft_check::smt::Term;
 use weft_check::terms::sym_var;
 use weft_ir::{BufType, Expr, ExprKind, Proc, Stmt, StmtKind, Sym};
@@ -155,11 +156,23 @@ pub fn inline_assign(a: &mut Analysis, p: &Proc, at: &Path) -> Result<Rewrite, S
             c,
         ));
     }
+    // The buffers the value stands on: each buffer it names (reads, windows, strides) resolved to
+    // its root, so that a read through a window counts as a read of the windowed buffer.
+    let mut roots: HashSet<u64> = HashSet::new();
+    weft_ir::visit::walk_expr(rhs, &mut |x| match &x.kind {
+        ExprKind::Read { buf, .. }
+        | ExprKind::Window { buf, .. }
+        | ExprKind::Stride { buf, .. } => {
+            roots.insert(buf.id());
+            roots.extend(scope.root_of(buf));
+        }
+        _ => {}
+    });
     let mut freed = None;
     let tail: Vec<Stmt> = rest.to_vec();
     weft_ir::visit::walk_block(&tail, &mut |x| {
         if let StmtKind::Free { buf } = &x.kind {
-            if mentions(rhs, buf) {
+            if roots.contains(&buf.id()) || mentions(rhs, buf) {
                 freed.get_or_insert_with(|| x.clone());
             }
         }

@@ -228,8 +228,7 @@ impl Unifier<'_> {
                 e.span,
             );
         }
-        let key = weft_ir::print::expr_to_string(e);
-        let a = Atom::Other(key);
+        let a = Atom::Other(crate::simplify::structural_key(e));
         self.atom_exprs.insert(a.clone(), e.clone());
         Ok(Lin::atom(a))
     }

@@ -15,7 +15,7 @@
 //! Conditions:
 //! - `e` has the field's type; it reads no buffer data (control values, strides, config fields
 //!   and constants only), so its evaluation cannot fail; it mentions no name bound inside `s`
-//!   (it is evaluated after `s`);
+//!   and no buffer `s` frees (it is evaluated after `s`);
 //! - *no later read* (the walk shared with `bind_config`): going outward from `s`, the statements
 //!   after it in its block, in order: one that may read `Cfg.f` (anywhere inside it: nested
 //!   statements, conditions, loop bounds, callees) rejects the step, one that is a write
@@ -183,17 +183,21 @@ pub(crate) fn no_later_read(
 }
 
 /// The names bound inside a statement (loop variables, allocations and windows of its nested
-/// blocks, and its own loop variable), which are not in scope after it.
-fn bound_inside(s: &Stmt) -> Vec<Sym> {
+/// blocks, and its own loop variable), which are not in scope after it, and the buffers it frees
+/// (itself or nested), which cannot be used after it; each with whether it is freed.
+fn bound_inside(s: &Stmt) -> Vec<(Sym, bool)> {
     let mut out = Vec::new();
-    if let StmtKind::For { var, .. } = &s.kind {
-        out.push(var.clone());
+    match &s.kind {
+        StmtKind::For { var, .. } => out.push((var.clone(), false)),
+        StmtKind::Free { buf } => out.push((buf.clone(), true)),
+        _ => {}
     }
     for b in weft_ir::visit::stmt_blocks(s) {
         weft_ir::visit::walk_block(b, &mut |x| match &x.kind {
-            StmtKind::For { var, .. } => out.push(var.clone()),
-            StmtKind::Alloc { buf, .. } => out.push(buf.clone()),
-            StmtKind::Window { name, .. } => out.push(name.clone()),
+            StmtKind::For { var, .. } => out.push((var.clone(), false)),
+            StmtKind::Alloc { buf, .. } => out.push((buf.clone(), false)),
+            StmtKind::Free { buf } => out.push((buf.clone(), true)),
+            StmtKind::Window { name, .. } => out.push((name.clone(), false)),
             _ => {}
         });
     }
@@ -222,15 +226,18 @@ pub fn write_config(
         )
         .at(s.span, describe(s)));
     }
-    if let Some(v) = bound_inside(s)
+    if let Some((v, freed)) = bound_inside(s)
         .iter()
-        .find(|v| crate::effects::mentions(e, v))
+        .find(|(v, _)| crate::effects::mentions(e, v))
     {
-        return Err(SchedError::new(
-            PRIM,
-            format!("'{e}' uses '{v}', which is not in scope after the statement"),
-        )
-        .at(s.span, describe(s)));
+        let why = if *freed {
+            "which the statement frees"
+        } else {
+            "which is not in scope after the statement"
+        };
+        return Err(
+            SchedError::new(PRIM, format!("'{e}' uses '{v}', {why}")).at(s.span, describe(s))
+        );
     }
     no_later_read(a, PRIM, p, at, &config, field, false)?;
     let w = field_write(config, field, e, s.span);

@@ -15,7 +15,9 @@
 //! - the region lies inside `A` (`0 <= l_k`, `h_k <= extent_k`), so the copies are in bounds;
 //! - the region is not empty (`l_k < h_k`), so `T` has a positive size;
 //! - `s` uses `A` only by reads, writes and reductions, not in windows or call arguments, and
-//!   `s` does not free it.
+//!   `s` does not free it;
+//! - `s` uses no other name for `A`'s memory (a window of `A` bound before `s`, or the buffer `A`
+//!   is a window of): accesses through it would miss the copy.
 //!
 //! The copy-in runs whatever `s` does, and the copy-out copies back the whole region, so cells of
 //! the region that `s` does not write get back the values they had: the rewrite is an equivalence,
@@ -87,8 +89,47 @@ pub fn stage_mem(
         .at(s.span, describe(&s)));
     }
 
-    // The region: non-empty and inside the buffer.
+    // No other name for the same memory: a window of `A` bound before the block (or `A`'s own
+    // root, when `A` is a window) would bypass the copy, and the copy-out would overwrite what it
+    // wrote.
     let scope = a.scope_at(p, at);
+    if let Some(root) = scope.root_of(&sym) {
+        let mut alias = None;
+        weft_ir::visit::walk_block(&block, &mut |s| {
+            let mut names: Vec<Sym> = match &s.kind {
+                StmtKind::Assign { buf, .. }
+                | StmtKind::Reduce { buf, .. }
+                | StmtKind::Free { buf } => vec![buf.clone()],
+                _ => vec![],
+            };
+            for e in weft_ir::visit::stmt_exprs(s) {
+                weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
+                    ExprKind::Read { buf, .. }
+                    | ExprKind::Window { buf, .. }
+                    | ExprKind::Stride { buf, .. } => names.push(buf.clone()),
+                    ExprKind::Var(v) => names.push(v.clone()),
+                    _ => {}
+                });
+            }
+            for n in names {
+                if alias.is_none() && n != sym && scope.root_of(&n) == Some(root) {
+                    alias = Some((n, s.clone()));
+                }
+            }
+        });
+        if let Some((n, s)) = alias {
+            return Err(SchedError::new(
+                PRIM,
+                format!(
+                    "the block reaches the memory of '{buf}' through '{n}' as well, which the \
+                     copy would not see"
+                ),
+            )
+            .at(s.span, describe(&s)));
+        }
+    }
+
+    // The region: non-empty and inside the buffer.
     let mut lo_t = Vec::new();
     for (k, (lo, hi)) in region.iter().enumerate() {
         let (l, h) = (term_at(a, PRIM, &scope, lo)?, term_at(a, PRIM, &scope, hi)?);

@@ -65,14 +65,27 @@ impl Term {
 
     /// Collect the variables of the term.
     pub fn vars(&self, out: &mut Vec<Var>) {
-        match self {
-            Term::Int(_) | Term::Bool(_) => {}
-            Term::IntVar(v) | Term::BoolVar(v) => {
-                if !out.contains(v) {
-                    out.push(v.clone())
+        let mut terms = Vec::new();
+        self.var_terms(&mut terms);
+        for t in terms {
+            if let Term::IntVar(v) | Term::BoolVar(v) = t {
+                if !out.contains(&v) {
+                    out.push(v)
                 }
             }
-            Term::Neg(a) | Term::Not(a) => a.vars(out),
+        }
+    }
+
+    /// Collect the variables of the term as terms (`IntVar` or `BoolVar`), each once.
+    pub fn var_terms(&self, out: &mut Vec<Term>) {
+        match self {
+            Term::Int(_) | Term::Bool(_) => {}
+            Term::IntVar(_) | Term::BoolVar(_) => {
+                if !out.contains(self) {
+                    out.push(self.clone())
+                }
+            }
+            Term::Neg(a) | Term::Not(a) => a.var_terms(out),
             Term::Add(a, b)
             | Term::Sub(a, b)
             | Term::Mul(a, b)
@@ -81,15 +94,15 @@ impl Term {
             | Term::Lt(a, b)
             | Term::Le(a, b)
             | Term::Eq(a, b) => {
-                a.vars(out);
-                b.vars(out);
+                a.var_terms(out);
+                b.var_terms(out);
             }
             Term::Ite(c, a, b) => {
-                c.vars(out);
-                a.vars(out);
-                b.vars(out);
+                c.var_terms(out);
+                a.var_terms(out);
+                b.var_terms(out);
             }
-            Term::And(v) | Term::Or(v) => v.iter().for_each(|t| t.vars(out)),
+            Term::And(v) | Term::Or(v) => v.iter().for_each(|t| t.var_terms(out)),
         }
     }
 }

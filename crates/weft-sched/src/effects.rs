@@ -111,23 +111,30 @@ impl Effects {
             }
             let mut vars = Vec::new();
             for t in a.idx.iter().chain(&a.guard) {
-                t.vars(&mut vars);
+                t.var_terms(&mut vars);
             }
             // Config fields read in control position too: the other execution may run after the
             // field changed (`Env::config` names their variables `Config.field`).
-            for v in vars
-                .into_iter()
-                .filter(|v| v.name == UNKNOWN || is_config_var(v))
-            {
-                let fresh = Var {
-                    id: Sym::new(&v.name).id(),
-                    name: format!("{}'", v.name),
+            for t in vars {
+                let (Term::IntVar(v) | Term::BoolVar(v)) = &t else {
+                    continue;
                 };
+                if v.name != UNKNOWN && !is_config_var(v) {
+                    continue;
+                }
                 map.entry(v.id).or_insert_with(|| {
-                    if t_is_bool(&a.guard, &v) {
-                        Term::BoolVar(fresh)
+                    // An unknown stays an unknown (named `?`); a config read gets a prime.
+                    let fresh = if v.name == UNKNOWN {
+                        Var {
+                            id: Sym::new(UNKNOWN).id(),
+                            name: UNKNOWN.into(),
+                        }
                     } else {
-                        Term::IntVar(fresh)
+                        primed(v)
+                    };
+                    match t {
+                        Term::BoolVar(_) => Term::BoolVar(fresh),
+                        _ => Term::IntVar(fresh),
                     }
                 });
             }
@@ -157,28 +164,6 @@ fn unknown_bool() -> Term {
 /// other variable of the analysis has a `.` in its name).
 fn is_config_var(v: &Var) -> bool {
     v.name.contains('.') && !v.name.starts_with("stride(")
-}
-
-/// Whether `v` occurs as a boolean variable in one of the terms.
-fn t_is_bool(terms: &[Term], v: &Var) -> bool {
-    fn go(t: &Term, v: &Var) -> bool {
-        match t {
-            Term::BoolVar(w) => w.id == v.id,
-            Term::IntVar(_) | Term::Int(_) | Term::Bool(_) => false,
-            Term::Add(x, y)
-            | Term::Sub(x, y)
-            | Term::Mul(x, y)
-            | Term::Div(x, y)
-            | Term::Mod(x, y)
-            | Term::Lt(x, y)
-            | Term::Le(x, y)
-            | Term::Eq(x, y) => go(x, v) || go(y, v),
-            Term::Neg(x) | Term::Not(x) => go(x, v),
-            Term::Ite(c, x, y) => go(c, v) || go(x, v) || go(y, v),
-            Term::And(xs) | Term::Or(xs) => xs.iter().any(|x| go(x, v)),
-        }
-    }
-    terms.iter().any(|t| go(t, v))
 }
 
 /// Whether a term contains an unknown value.

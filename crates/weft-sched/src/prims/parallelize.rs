@@ -19,10 +19,11 @@
 //! effects of the body), which is how per-iteration scratch space stays legal. The counterexample
 //! names the sizes and the two iterations (`x` and `x'`) that race.
 //!
-//! Because a later step may change a parallel loop's body or its context, [`check_parallel_loops`]
-//! proves the same condition for every parallel loop of a proc; the [`crate::Schedule`] runs it
-//! after each step that leaves one in place, and the `weft` facade runs it on procs whose source
-//! writes `par(...)` loops.
+//! Because a later step may change a parallel loop's body or its context, or bring in a callee
+//! with parallel loops (`replace`, `call_eqv`), [`check_parallel_loops`] proves the same
+//! condition for every parallel loop of a proc and of the procs it calls; the [`crate::Schedule`]
+//! runs it after every step, and the `weft` facade runs it on every proc of a file, so that
+//! `par(...)` loops written in source are proved too.
 
 use super::{conflict_error, describe, loop_at, Rewrite};
 use crate::effects::{index_term, primed, Analysis};

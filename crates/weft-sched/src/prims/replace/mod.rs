@@ -43,7 +43,9 @@ use crate::path::{self, Forward, Path};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_check::smt::Term;
-use weft_ir::{ArgKind, BinOp, CtrlType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Ty, WinCoord};
+use weft_ir::{
+    ArgKind, BinOp, BufType, CtrlType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Ty, WinCoord,
+};
 
 const PRIM: &str = "replace";
 
@@ -119,16 +121,13 @@ pub fn replace(
 
     let values = solve(a, p, at, &mut u, callee, first)?;
     // The shapes of the buffers of the proc (arguments and allocations).
-    let mut shapes: HashMap<u64, Vec<Expr>> = p
+    let allocs = alloc_types(p);
+    let shapes: HashMap<u64, &Vec<Expr>> = p
         .args
         .iter()
-        .filter_map(|a| Some((a.sym.id(), a.buf()?.shape.clone())))
+        .filter_map(|a| Some((a.sym.id(), &a.buf()?.shape)))
+        .chain(allocs.iter().map(|(id, ty)| (*id, &ty.shape)))
         .collect();
-    weft_ir::visit::walk_block(&p.body, &mut |s| {
-        if let StmtKind::Alloc { buf, ty } = &s.kind {
-            shapes.insert(buf.id(), ty.shape.clone());
-        }
-    });
     let mut args = Vec::new();
     for param in &callee.args {
         match &param.kind {
@@ -218,7 +217,7 @@ pub fn replace(
     // memories say how code is emitted, not what it means, and a schedule typically replaces
     // every access of a buffer by instructions before it moves the buffer into their memory
     // (`set_memory`, which then checks the memory rules). The final proc is checked in full.
-    let probe = path::replace_range(p, at, n, vec![call(with_arg_memories(p, callee, &u))]);
+    let probe = path::replace_range(p, at, n, vec![call(with_arg_memories(&allocs, callee, &u))]);
     if let Err(ds) = weft_check::check_proc(&probe) {
         // Only what the call introduces: problems of the proc as it was are not this step's.
         let before: HashSet<String> = weft_check::check_proc(p)
@@ -265,23 +264,28 @@ fn finish(new: Arc<Proc>, at: &Path, n: usize) -> Rewrite {
 /// `callee` with each buffer parameter bound to an allocation of `p` in that allocation's memory
 /// (`set_memory` can move the allocation later; the proc's own arguments cannot move, so their
 /// memories must match the parameters').
-fn with_arg_memories(p: &Proc, callee: &Arc<Proc>, u: &Unifier) -> Arc<Proc> {
-    let mut mems = HashMap::new();
-    weft_ir::visit::walk_block(&p.body, &mut |s| {
-        if let StmtKind::Alloc { buf, ty } = &s.kind {
-            mems.insert(buf.id(), ty.mem.clone());
-        }
-    });
+fn with_arg_memories(allocs: &HashMap<u64, BufType>, callee: &Arc<Proc>, u: &Unifier) -> Arc<Proc> {
     let mut out = (**callee).clone();
     for arg in &mut out.args {
         let Some(binding) = u.bufs.get(&arg.sym.id()) else {
             continue;
         };
-        if let (ArgKind::Buf(bt), Some(m)) = (&mut arg.kind, mems.get(&binding.buf.id())) {
-            bt.mem = m.clone();
+        if let (ArgKind::Buf(bt), Some(t)) = (&mut arg.kind, allocs.get(&binding.buf.id())) {
+            bt.mem = t.mem.clone();
         }
     }
     Arc::new(out)
+}
+
+/// The type of every allocation of `p`, by symbol id.
+fn alloc_types(p: &Proc) -> HashMap<u64, BufType> {
+    let mut out = HashMap::new();
+    weft_ir::visit::walk_block(&p.body, &mut |s| {
+        if let StmtKind::Alloc { buf, ty } = &s.kind {
+            out.insert(buf.id(), ty.clone());
+        }
+    });
+    out
 }
 
 /// Solve the equations: each unknown becomes a linear form over the knowns. Equations left

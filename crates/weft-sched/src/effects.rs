@@ -332,12 +332,22 @@ impl TermEnv for Env<'_> {
         self.scope.ctrl.get(&sym.id()).cloned()
     }
     fn stride(&self, buf: &Sym, dim: usize) -> Option<Term> {
-        let root = match &self.scope.views.get(&buf.id())?.root {
+        let view = self.scope.views.get(&buf.id())?;
+        let root = match &view.root {
             Root::Buf(id) => *id,
             Root::Config(..) => return None,
         };
+        // Dimension `dim` of a view is its `dim`-th free dimension of the root: point
+        // coordinates of the windows on the way dropped the others.
+        let root_dim = view
+            .dims
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| matches!(d, ViewDim::Free(_)))
+            .nth(dim)?
+            .0;
         self.strides
-            .get(&(root, dim))
+            .get(&(root, root_dim))
             .map(|v| Term::IntVar(v.clone()))
     }
     fn config(&mut self, config: &Config, field: usize) -> Term {

@@ -128,7 +128,7 @@ proc p(n: size, x: f32[n] @ DRAM) {
         "for i",
         Schedule::lift_if,
         "lift_if",
-        "the loop body writes it",
+        "written by the loop body",
     );
 }
 

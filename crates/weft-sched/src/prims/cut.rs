@@ -6,7 +6,9 @@
 //!
 //! Condition: `lo <= c <= hi` is proved in context (so the two ranges are exactly the original
 //! one, in order), and `c` is a quasi-affine control expression over names in scope at the loop.
-//! An equivalence: the same iterations run in the same order.
+//! An equivalence: the same iterations run in the same order. The second loop's bounds `c..hi` are
+//! evaluated after the first loop, where the original evaluated `hi` before the whole loop: `c` and
+//! `hi` must not read a config field the body writes.
 
 use super::{describe, for_stmt, ivar, keep_parallel, loop_at, require, term_at, Rewrite};
 use crate::effects::Analysis;
@@ -26,6 +28,15 @@ pub fn cut(
     c: &Expr,
 ) -> Result<Rewrite, SchedError> {
     let l = loop_at(PRIM, p, at)?;
+    super::require_unwritten_by_body(
+        a,
+        PRIM,
+        p,
+        at,
+        &l,
+        &[c, l.hi],
+        "the cut point and the upper bound",
+    )?;
     let scope = a.scope_at(p, at);
     let (lo, hi) = (
         term_at(a, PRIM, &scope, l.lo)?,

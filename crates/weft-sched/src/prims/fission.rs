@@ -166,23 +166,12 @@ pub(crate) fn check_fission(
             c,
         ));
     }
-    let mut bound_configs = Vec::new();
-    for b in [l.lo, l.hi] {
-        weft_ir::visit::walk_expr(b, &mut |e| {
-            if let ExprKind::ReadConfig { config, field } = &e.kind {
-                bound_configs.push(Root::Config(config.name.clone(), *field));
-            }
-        });
-    }
-    if let Some(w) = e1.writes().find(|w| bound_configs.contains(&w.root)) {
-        return Err(SchedError::new(
-            prim,
-            format!(
-                "the loop bounds read config {} and the first part writes it",
-                w.name
-            ),
-        )
-        .at(w.span, "writes the config field"));
-    }
-    Ok(())
+    super::require_unwritten_configs(
+        prim,
+        &[l.lo, l.hi],
+        &e1,
+        "the loop bounds",
+        "the first part",
+        l.stmt,
+    )
 }

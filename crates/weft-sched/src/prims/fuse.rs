@@ -4,7 +4,9 @@
 //! for x in lo..hi { s1 }; for y in lo'..hi' { s2 }  ⇝  for x in lo..hi { s1; s2[y ↦ x] }
 //! ```
 //!
-//! Condition: the bounds are proved equal (`lo = lo'`, `hi = hi'`) in context, and the fused
+//! Condition: the bounds are proved equal (`lo = lo'`, `hi = hi'`) in context, the second loop's
+//! bounds read no config field that the first loop's body writes (they were evaluated after it,
+//! and the proof reads them before it), and the fused
 //! loop satisfies the fission condition (Exo §4.7 uses the same condition both ways): no
 //! iteration of `s2` that now runs before an `s1` iteration conflicts with it.
 
@@ -27,6 +29,15 @@ pub fn fuse(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite, S
         SchedError::new(PRIM, "the loop is not followed by a loop")
             .at(l1.stmt.span, describe(l1.stmt))
     })?;
+    super::require_unwritten_by_body(
+        a,
+        PRIM,
+        p,
+        at,
+        &l1,
+        &[l2.lo, l2.hi],
+        "the second loop's bounds",
+    )?;
     let scope = a.scope_at(p, at);
     for (x, y) in [(l1.lo, l2.lo), (l1.hi, l2.hi)] {
         let (tx, ty) = (term_at(a, PRIM, &scope, x)?, term_at(a, PRIM, &scope, y)?);

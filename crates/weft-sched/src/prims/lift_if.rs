@@ -17,11 +17,11 @@
 //! once more, which has no effect.
 
 use super::{describe, for_stmt, ivar, loop_at, Rewrite};
-use crate::effects::{mentions, Analysis, Root};
+use crate::effects::{mentions, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
 use crate::subst::Subst;
-use weft_ir::{ExprKind, Stmt, StmtKind, Sym};
+use weft_ir::{Stmt, StmtKind, Sym};
 
 const PRIM: &str = "lift_if";
 
@@ -66,31 +66,8 @@ pub fn lift_if(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite
         )
         .at(if_stmt.span, describe(if_stmt)));
     }
-    let mut read_configs = Vec::new();
-    weft_ir::visit::walk_expr(cond, &mut |e| {
-        if let ExprKind::ReadConfig { config, field } = &e.kind {
-            read_configs.push(Root::Config(config.name.clone(), *field));
-        }
-    });
-    if !read_configs.is_empty() {
-        let scope = a.scope_at(p, &at.child(0, 0));
-        let eff = a.effects(&scope, l.body);
-        let hit = eff
-            .writes()
-            .find(|w| read_configs.contains(&w.root))
-            .cloned();
-        if let Some(w) = hit {
-            return Err(SchedError::new(
-                PRIM,
-                format!(
-                    "the condition reads config {} and the loop body writes it",
-                    w.name
-                ),
-            )
-            .at(w.span, "writes the config field")
-            .at(if_stmt.span, describe(if_stmt)));
-        }
-    }
+    // The condition, evaluated once per iteration, would be evaluated once before the loop.
+    super::require_unwritten_by_body(a, PRIM, p, at, &l, &[cond], "the condition")?;
     let then_loop = for_stmt(
         l.var.clone(),
         l.lo.clone(),

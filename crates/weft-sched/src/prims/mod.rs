@@ -159,6 +159,68 @@ pub(crate) fn term_at(
     })
 }
 
+/// The config fields the expressions read.
+pub(crate) fn config_reads(exprs: &[&Expr]) -> Vec<crate::effects::Root> {
+    let mut read = Vec::new();
+    for e in exprs {
+        weft_ir::visit::walk_expr(e, &mut |x| {
+            if let weft_ir::ExprKind::ReadConfig { config, field } = &x.kind {
+                read.push(crate::effects::Root::Config(config.name.clone(), *field));
+            }
+        });
+    }
+    read
+}
+
+/// Refuse a rewrite that evaluates `exprs` again after (or while) `code` runs when `code` may write
+/// a config field they read. A loop evaluates its bounds once, before its body, and an `if` its
+/// condition once; a rewrite that copies such an expression into the body, after the loop, or
+/// into a second loop evaluates it where the body's config writes are visible, so the copy may
+/// have another value. `what` names the expressions and `code_name` the code for the message
+/// ("the loop bounds", "the loop body").
+pub(crate) fn require_unwritten_configs(
+    prim: &'static str,
+    exprs: &[&Expr],
+    code: &crate::effects::Effects,
+    what: &str,
+    code_name: &str,
+    stmt: &Stmt,
+) -> Result<(), SchedError> {
+    let read = config_reads(exprs);
+    match code.writes().find(|w| read.contains(&w.root)) {
+        Some(w) => Err(SchedError::new(
+            prim,
+            format!(
+                "config {} is read by {what} and written by {code_name}, after which the \
+                 rewrite would evaluate them again",
+                w.name
+            ),
+        )
+        .at(w.span, "writes the config field")
+        .at(stmt.span, describe(stmt))),
+        None => Ok(()),
+    }
+}
+
+/// [`require_unwritten_configs`] for the body of the loop `l` at `at`: the rewrite evaluates
+/// `exprs` inside or after it.
+pub(crate) fn require_unwritten_by_body(
+    a: &mut Analysis,
+    prim: &'static str,
+    p: &Proc,
+    at: &Path,
+    l: &Loop,
+    exprs: &[&Expr],
+    what: &str,
+) -> Result<(), SchedError> {
+    if config_reads(exprs).is_empty() {
+        return Ok(());
+    }
+    let scope = a.scope_at(p, &at.child(0, 0));
+    let eff = a.effects(&scope, l.body);
+    require_unwritten_configs(prim, exprs, &eff, what, "the loop body", l.stmt)
+}
+
 /// A `for` statement.
 pub(crate) fn for_stmt(var: Sym, lo: Expr, hi: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
     Stmt::new(

@@ -14,12 +14,12 @@
 //! be written by the body, since the exchange changes how often they are evaluated.
 
 use super::{conflict_error, describe, loop_at, Rewrite};
-use crate::effects::{index_term, Analysis, Root};
+use crate::effects::{index_term, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
 use std::collections::HashMap;
 use weft_check::smt::Term;
-use weft_ir::{ExprKind, Stmt, StmtKind};
+use weft_ir::{Stmt, StmtKind};
 
 const PRIM: &str = "reorder_loops";
 
@@ -74,26 +74,16 @@ pub fn reorder_loops(
     let body_scope = a.scope_at(p, &inner_path.child(0, 0));
     let eff = a.effects(&body_scope, inner.body);
 
-    // Config fields read by the bounds must not be written by the body.
-    let mut bound_configs = Vec::new();
-    for b in [outer.lo, outer.hi, inner.lo, inner.hi] {
-        weft_ir::visit::walk_expr(b, &mut |e| {
-            if let ExprKind::ReadConfig { config, field } = &e.kind {
-                bound_configs.push(Root::Config(config.name.clone(), *field));
-            }
-        });
-    }
-    if let Some(w) = eff.writes().find(|w| bound_configs.contains(&w.root)) {
-        return Err(SchedError::new(
-            PRIM,
-            format!(
-                "the loop bounds read config {} and the body writes it",
-                w.name
-            ),
-        )
-        .at(w.span, "writes the config field")
-        .at(inner.stmt.span, describe(inner.stmt)));
-    }
+    // Config fields read by the bounds must not be written by the body: the inner bounds are
+    // evaluated once per outer iteration, and would then be evaluated once per inner iteration.
+    super::require_unwritten_configs(
+        PRIM,
+        &[outer.lo, outer.hi, inner.lo, inner.hi],
+        &eff,
+        "the loop bounds",
+        "the inner loop's body",
+        inner.stmt,
+    )?;
 
     // The second iteration: every variable bound at or below the outer loop primed.
     let (x, y) = (index_term(outer.var), index_term(inner.var));

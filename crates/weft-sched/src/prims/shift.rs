@@ -4,8 +4,9 @@
 //! for x in lo..hi { s }  ⇝  for x' in n..hi - lo + n { s[x ↦ x' + lo - n] }
 //! ```
 //!
-//! Always an equivalence (the same iterations in the same order, renumbered); `n` must be a
-//! quasi-affine control expression over names in scope at the loop.
+//! An equivalence (the same iterations in the same order, renumbered) when `n` is a quasi-affine
+//! control expression over names in scope at the loop and the body writes no config field that
+//! `lo` or `n` read: both are evaluated again in the body, where the original evaluated `lo` once.
 
 use super::{for_stmt, ivar, keep_parallel, loop_at, term_at, Rewrite};
 use crate::effects::Analysis;
@@ -24,6 +25,15 @@ pub fn shift(
     n: &Expr,
 ) -> Result<Rewrite, SchedError> {
     let l = loop_at(PRIM, p, at)?;
+    super::require_unwritten_by_body(
+        a,
+        PRIM,
+        p,
+        at,
+        &l,
+        &[l.lo, n],
+        "the lower bound and the new start",
+    )?;
     let scope = a.scope_at(p, at);
     term_at(a, PRIM, &scope, n)?;
     let x2 = Sym::new(l.var.name());

@@ -18,7 +18,9 @@
 //! rewrite is an equivalence whenever the iteration sets agree. That holds unconditionally for
 //! `Guard`; `Perfect` needs the divisibility proof; the cut strategies need `lo <= hi` to be
 //! proved, because with Euclidean remainder a negative trip count would give the tail loop
-//! iterations that the original never ran. The factor must be positive.
+//! iterations that the original never ran. The factor must be positive. Every strategy evaluates
+//! `lo` again in the body (and `hi` in the guard or the tail loop's bounds), where the original
+//! evaluated them once before the loop: the bounds must not read a config field the body writes.
 
 use super::{for_stmt, ivar, loop_at, nest_forward, require, term_at, Rewrite};
 use crate::effects::Analysis;
@@ -77,6 +79,7 @@ pub fn split(
                 .at(l.stmt.span, super::describe(l.stmt)),
         );
     }
+    super::require_unwritten_by_body(a, PRIM, p, at, &l, &[l.lo, l.hi], "the loop bounds")?;
     let scope = a.scope_at(p, at);
     let lo_t = term_at(a, PRIM, &scope, l.lo)?;
     let hi_t = term_at(a, PRIM, &scope, l.hi)?;

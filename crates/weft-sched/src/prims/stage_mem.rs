@@ -21,8 +21,9 @@
 //!
 //! The copy-in runs whatever `s` does, and the copy-out copies back the whole region, so cells of
 //! the region that `s` does not write get back the values they had: the rewrite is an equivalence,
-//! reductions included (no reassociation). The region's bounds are evaluated before `s`; they are
-//! control expressions, which `s` cannot change.
+//! reductions included (no reassociation). The region's bounds are evaluated before `s`, in the
+//! shifted accesses inside `s` and in the copy-out after it: they must read no config field that
+//! `s` writes (the only control state code can change), so that every evaluation gives one value.
 
 use super::{describe, for_stmt, ivar, require, stmt_at, term_at, Rewrite};
 use crate::effects::{mentions, Analysis};
@@ -93,6 +94,18 @@ pub fn stage_mem(
     // root, when `A` is a window) would bypass the copy, and the copy-out would overwrite what it
     // wrote.
     let scope = a.scope_at(p, at);
+    let bounds: Vec<&Expr> = region.iter().flat_map(|(lo, hi)| [lo, hi]).collect();
+    if !super::config_reads(&bounds).is_empty() {
+        let eff = a.effects(&scope, &block);
+        super::require_unwritten_configs(
+            PRIM,
+            &bounds,
+            &eff,
+            "the region's bounds",
+            "the block",
+            first,
+        )?;
+    }
     if let Some(root) = scope.root_of(&sym) {
         let mut alias = None;
         weft_ir::visit::walk_block(&block, &mut |s| {

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use weft_interp::{random_args, run, ArgValue, ConfigState};
-use weft_ir::{Expr, Proc, StmtKind, Ty};
+use weft_interp::{random_args, run, ArgValue, Cell, ConfigState, ConfigValue};
+use weft_ir::{Config, DType, Expr, Proc, StmtKind, Ty};
 use weft_sched::{Cursor, SchedError, Schedule};
 
 pub fn module_of(src: &str) -> weft_ir::Module {
@@ -131,4 +131,196 @@ pub fn var_of(s: &Schedule, loop_pattern: &str) -> Expr {
         StmtKind::For { var, .. } => Expr::var(var, Ty::Int),
         _ => panic!("not a loop"),
     }
+}
+
+// =============================================================================================
+// The oracle
+// =============================================================================================
+
+/// One run: whether it succeeded, the buffers by argument name, the final configs.
+pub struct Outcome {
+    pub result: Result<(), String>,
+    pub bufs: Vec<(String, Vec<Cell>)>,
+    pub cfg: ConfigState,
+}
+
+/// Run `p` with arguments from `sizes` (by name; names `p` does not take are ignored, so a
+/// partially evaluated proc gets the same buffers) and random data from `seed`.
+pub fn exec(p: &Proc, sizes: &[(&str, i64)], seed: u64, cfg: &ConfigState) -> Outcome {
+    let sizes: HashMap<String, i64> = sizes
+        .iter()
+        .filter(|(k, _)| p.arg(k).is_some())
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    let mut args = random_args(p, &sizes, seed).unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = cfg.clone();
+    let result = run(p, &mut args, &mut cfg).map_err(|e| e.to_string());
+    let bufs = p
+        .args
+        .iter()
+        .zip(&args)
+        .filter_map(|(a, v)| match v {
+            ArgValue::Buf(b) => Some((a.sym.name().to_string(), b.data.clone())),
+            _ => None,
+        })
+        .collect();
+    Outcome { result, bufs, cfg }
+}
+
+/// Initial config states: nothing written, and each listed field set to each listed value.
+pub fn cfg_states(fields: &[(&str, usize)], values: &[i64]) -> Vec<ConfigState> {
+    let mut out = vec![ConfigState::default()];
+    for &v in values {
+        let mut c = ConfigState::default();
+        for (name, f) in fields {
+            c.set(name, *f, ConfigValue::Int(v));
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The config fields the schedule's provenance records as polluted between the original and the
+/// current proc (empty when the two are not related, as after `partial_eval`).
+pub fn polluted(s: &Schedule) -> Vec<(String, usize)> {
+    weft_sched::prims::call_eqv::relation(s.version(0).unwrap(), s.proc())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(c, f)| (c.name.clone(), f))
+        .collect()
+}
+
+/// The scheduled proc behaves as the original at every size assignment and initial config state:
+/// where the original runs without error, so does it, with the same buffers and the same values
+/// of the fields `fields` that are not polluted.
+pub fn same_everywhere(
+    s: &Schedule,
+    sizes: &[&[(&str, i64)]],
+    cfgs: &[ConfigState],
+    fields: &[(&str, usize)],
+) {
+    let orig = s.version(0).unwrap();
+    let new = s.proc();
+    let dirty = polluted(s);
+    for sz in sizes {
+        for c in cfgs {
+            for seed in 0..3 {
+                let a = exec(orig, sz, seed, c);
+                if a.result.is_err() {
+                    continue;
+                }
+                let b = exec(new, sz, seed, c);
+                assert!(
+                    b.result.is_ok(),
+                    "the original runs at {sz:?} from {c:?}, the scheduled proc fails: {:?}\n{}",
+                    b.result,
+                    text(s)
+                );
+                for (name, data) in &a.bufs {
+                    let other = b
+                        .bufs
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .unwrap_or_else(|| panic!("no buffer {name}"));
+                    assert_eq!(
+                        data,
+                        &other.1,
+                        "buffer {name} differs at {sz:?} from {c:?}\n{}",
+                        text(s)
+                    );
+                }
+                for (cname, f) in fields {
+                    if dirty.iter().any(|(d, g)| d == cname && g == f) {
+                        continue;
+                    }
+                    assert_eq!(
+                        a.cfg.get(cname, *f),
+                        b.cfg.get(cname, *f),
+                        "config {cname}.{f} differs at {sz:?} from {c:?}\n{}",
+                        text(s)
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A sound outcome: the primitive rejected the step (the recheck's "internal error" is not a
+/// rejection: it means the primitive produced a proc that does not check), or the scheduled proc
+/// behaves as the original ([`same_everywhere`]).
+pub fn sound<T>(
+    r: Result<T, SchedError>,
+    s: &Schedule,
+    sizes: &[&[(&str, i64)]],
+    cfgs: &[ConfigState],
+    fields: &[(&str, usize)],
+) {
+    match r {
+        Err(e) => {
+            assert!(
+                !e.message.contains("internal error"),
+                "the primitive accepted the step and produced a proc that does not check: {e}"
+            );
+            eprintln!("rejected (sound): {e}");
+        }
+        Ok(_) => {
+            eprintln!("accepted:\n{}", text(s));
+            same_everywhere(s, sizes, cfgs, fields);
+        }
+    }
+}
+
+/// The step must be rejected by the primitive (the interpreter cannot show the difference, or the
+/// probe is about the rejection itself).
+pub fn must_reject<T>(r: Result<T, SchedError>, s: &Schedule) -> SchedError {
+    match r {
+        Err(e) => {
+            assert!(
+                !e.message.contains("internal error"),
+                "the primitive accepted the step and produced a proc that does not check: {e}"
+            );
+            eprintln!("rejected: {e}");
+            e
+        }
+        Ok(_) => panic!("the step must be rejected; accepted:\n{}", text(s)),
+    }
+}
+
+pub const N: &[&[(&str, i64)]] = &[&[("n", 1)], &[("n", 2)], &[("n", 5)]];
+pub const NONE: &[&[(&str, i64)]] = &[&[]];
+
+pub fn n_of(s: &Schedule) -> Expr {
+    Expr::var(&s.proc().arg("n").unwrap().sym, Ty::Int)
+}
+
+pub fn config(src: &str, name: &str) -> Arc<Config> {
+    module_of(src).config(name).unwrap().clone()
+}
+
+pub fn f32_lit(v: f64) -> Expr {
+    Expr::typed_const(weft_ir::Const::Float(v), Ty::Data(DType::F32))
+}
+
+/// The schedule of the last `schedule` declaration of `src`, its steps applied in order (every
+/// result rechecked) until one is rejected: the schedule so far, and that rejection.
+pub fn scheduled(src: &str) -> (Schedule, Result<(), SchedError>) {
+    let m = module_of(src);
+    let decl = m.schedules.last().expect("a schedule declaration");
+    let mut s = Schedule::new(m.proc(&decl.base).expect("the base proc").clone());
+    s.recheck = true;
+    let procs = |n: &str| m.proc(n).cloned();
+    let configs = |n: &str| m.config(n).cloned();
+    for step in &decl.steps {
+        let r = weft_sched::script::apply_step_in(
+            &mut s,
+            step,
+            &weft_syntax::std_memory,
+            &procs,
+            &configs,
+        );
+        if let Err(e) = r {
+            return (s, Err(e));
+        }
+    }
+    (s, Ok(()))
 }

@@ -1,0 +1,191 @@
+//! Regression probes of issue 8 (hardening): schedules that weft accepted and that changed the
+//! result, and programs that crashed. Each probe asserts the sound outcome: the primitive rejects
+//! the step, or the scheduled proc behaves as the original on the interpreter (every buffer, and
+//! every config field not recorded as polluted, at several sizes and initial config states).
+
+mod common;
+
+use common::*;
+use weft_ir::{BinOp, Expr};
+
+/// `config C { n: index }` with a proc `f(n, y)` whose loop `i` reads `C.n` in a bound and writes
+/// it in its body.
+fn bound_reads_written_config(bounds: &str, steps: &str) -> String {
+    format!(
+        "config C {{ n: index }}
+proc f(n: size, y: f32[n], cnt: i32) {{
+    C.n = n;
+    for i in {bounds} {{
+        if i >= 0 and i < n {{ y[i] = 1.0; }}
+        cnt += 1;
+        C.n = 1;
+    }}
+}}
+schedule g = f {{ {steps} }}
+"
+    )
+}
+
+/// The step was refused by its primitive because of config field `C.n`.
+fn refused_over_config<T>(r: Result<T, weft_sched::SchedError>, s: &weft_sched::Schedule) {
+    let e = must_reject(r, s);
+    assert!(
+        e.message.contains("config C"),
+        "refused for another reason: {e}"
+    );
+}
+
+const SIZES: &[&[(&str, i64)]] = &[&[("n", 1)], &[("n", 2)], &[("n", 3)], &[("n", 6)]];
+
+/// Item 1: a loop evaluates its bounds once; `split`, `cut`, `shift` and `fuse` evaluated them
+/// again inside or after the body, where the body's config writes are visible.
+#[test]
+fn rewrites_do_not_evaluate_bounds_after_the_body_writes_their_config() {
+    let cases = [
+        ("0..C.n", "split(i, 4, io, ii, guard);"),
+        ("0..C.n", "split(i, 4, io, ii, cut);"),
+        ("0..C.n", "split(i, 4, io, ii, cut_and_guard);"),
+        ("C.n % 2..n", "split(i, 4, io, ii, guard);"),
+        ("0..n + C.n % 2", "cut(i, 1);"),
+        ("0..n + C.n % 2", "split(i, 4, io, ii, cut);"),
+        ("C.n % 2..n", "shift(i, 0);"),
+    ];
+    for (bounds, steps) in cases {
+        let src = bound_reads_written_config(bounds, steps);
+        let (s, r) = scheduled(&src);
+        let cfgs = cfg_states(&[("C", 0)], &[0, 1]);
+        match &r {
+            Err(e) => assert!(
+                e.message.contains("config C"),
+                "{bounds} / {steps}: rejected for another reason: {e}"
+            ),
+            Ok(()) => panic!("{bounds} / {steps}: accepted\n{}", text(&s)),
+        }
+        sound(r, &s, SIZES, &cfgs, &[("C", 0)]);
+    }
+}
+
+/// Item 1, `cut` at a point that reads a config field the body writes (the point is evaluated
+/// again as the second loop's lower bound).
+#[test]
+fn cut_refuses_a_point_that_reads_config_the_body_writes() {
+    let src = bound_reads_written_config("0..n", "");
+    let mut s = sched(&src);
+    let c = config(&src, "C");
+    let point = Expr::binary(BinOp::Mod, Expr::read_config(&c, 0), Expr::int(2));
+    let at = s.find("for i").unwrap();
+    let r = s.cut(&at, &point);
+    refused_over_config(r, &s);
+}
+
+/// Item 1, `fuse`: the second loop's bounds were evaluated after the first loop, which writes the
+/// config field they read; the equality proof read them before it.
+#[test]
+fn fuse_refuses_a_second_loop_whose_bounds_the_first_writes() {
+    let src = "config C { n: index }
+proc f(n: size, y: f32[n], cnt: i32) {
+    C.n = n;
+    for i in 0..C.n { cnt += 1; C.n = 1; }
+    for j in 0..C.n { cnt += 2; }
+}
+schedule g = f { fuse(i); }
+";
+    let (s, r) = scheduled(src);
+    refused_over_config(r, &s);
+}
+
+/// The same rewrites stay available when the body does not write what the bounds read.
+#[test]
+fn bounds_reading_config_are_still_rewritten_when_the_body_leaves_it() {
+    let src = "config C { n: index }
+proc f(n: size, y: f32[n], cnt: i32) {
+    C.n = n;
+    for i in 0..C.n {
+        if i >= 0 and i < n { y[i] = 1.0; }
+        cnt += 1;
+    }
+}
+schedule g = f { split(i, 4, io, ii, guard); }
+";
+    let (s, r) = scheduled(src);
+    r.unwrap();
+    sound(
+        Ok::<(), weft_sched::SchedError>(()),
+        &s,
+        SIZES,
+        &cfg_states(&[("C", 0)], &[0, 3]),
+        &[("C", 0)],
+    );
+}
+
+/// Item 1's class in `stage_mem`: the copy-out loop evaluates the region after the block, which
+/// writes the config field the region reads.
+#[test]
+fn stage_mem_region_reading_config_the_block_writes() {
+    let src = "config C { n: index }
+proc f(n: size, y: f32[n + 2]) {
+    C.n = 0;
+    for i in 0..2 {
+        y[i] += 1.0;
+    }
+    C.n = 1;
+}
+";
+    let mut s = sched(src);
+    let c = config(src, "C");
+    let at = s.find("for i").unwrap();
+    // Stage `y[C.n:C.n + 2]` around the loop and the write `C.n = 1` (2 statements).
+    let lo = Expr::read_config(&c, 0);
+    let hi = Expr::binary(BinOp::Add, Expr::read_config(&c, 0), Expr::int(2));
+    let r = s.stage_mem(&at, 2, "y", &[(lo, hi)], "t", stack());
+    refused_over_config(r, &s);
+}
+
+/// Item 2: `stride(w, 0)` of `let w = A[1, 0:4]` is `A`'s stride along dimension 1 (the point
+/// coordinate drops dimension 0), so `stride(w, 0) == 1` and `stride(A, 0) == 4` can both hold.
+const STRIDE_OF_WINDOW: &str = "proc f(A: [f32][4, 4], y: f32[1]) {
+    let w = A[1, 0:4];
+    if stride(w, 0) == 1 { y[0] = 1.0; }
+    if stride(A, 0) == 4 { y[0] = 2.0; }
+}
+";
+
+#[test]
+fn stride_of_a_window_with_a_point_dimension_is_the_roots_next_free_stride() {
+    let mut s = sched(STRIDE_OF_WINDOW);
+    let at = s.find("if").unwrap();
+    let r = s.reorder_stmts(&at);
+    let e = must_reject(r, &s);
+    assert!(e.message.contains("do not commute"), "{e}");
+}
+
+#[test]
+fn dead_code_under_stride_conditions_of_windows_is_not_dead() {
+    let src = "proc f(A: [f32][4, 4], y: f32[1]) {
+    let w = A[1, 0:4];
+    if stride(A, 0) == 4 {
+        if stride(w, 0) == 1 { y[0] = 1.0; }
+    }
+}
+";
+    let mut s = sched(src);
+    let at = s.find("if #1").unwrap();
+    let r = s.eliminate_dead_code(&at);
+    must_reject(r, &s);
+}
+
+#[test]
+fn parallel_iterations_under_stride_conditions_of_windows_race() {
+    let src = "proc f(A: [f32][4, 4], y: f32[1]) {
+    let w = A[1, 0:4];
+    for i in 0..2 {
+        if i == 0 and stride(w, 0) == 1 { y[0] = 1.0; }
+        if i == 1 and stride(A, 0) == 4 { y[0] = 2.0; }
+    }
+}
+";
+    let mut s = sched(src);
+    let at = s.find("for i").unwrap();
+    let r = s.parallelize(&at);
+    must_reject(r, &s);
+}

@@ -303,6 +303,16 @@ impl Scope {
             Root::Config(..) => None,
         }
     }
+
+    /// Whether the buffer name `name` (a buffer or a window, by symbol id) is in scope here and
+    /// views the memory of buffer `root`: the buffer itself or a window of it.
+    pub fn views_buffer(&self, name: u64, root: &Sym) -> bool {
+        name == root.id()
+            || self
+                .views
+                .get(&name)
+                .is_some_and(|v| v.root == Root::Buf(root.id()))
+    }
 }
 
 /// A solver-backed analysis. One per schedule: it caches solver answers across steps.
@@ -913,12 +923,17 @@ impl Analysis {
 
 /// Whether an expression mentions a symbol (as a variable, buffer or stride).
 pub fn mentions(e: &Expr, sym: &Sym) -> bool {
+    mentions_any(e, &|s| s == sym)
+}
+
+/// Whether an expression mentions a symbol (as a variable, buffer or stride) that `hit` accepts.
+fn mentions_any(e: &Expr, hit: &dyn Fn(&Sym) -> bool) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
-        ExprKind::Var(s) | ExprKind::Read { buf: s, .. } | ExprKind::Stride { buf: s, .. } => {
-            found |= s == sym
-        }
-        ExprKind::Window { buf, .. } => found |= buf == sym,
+        ExprKind::Var(s)
+        | ExprKind::Read { buf: s, .. }
+        | ExprKind::Stride { buf: s, .. }
+        | ExprKind::Window { buf: s, .. } => found |= hit(s),
         _ => {}
     });
     found
@@ -926,16 +941,21 @@ pub fn mentions(e: &Expr, sym: &Sym) -> bool {
 
 /// Whether a block mentions a symbol anywhere (expressions, written buffers, freed buffers).
 pub fn block_mentions(b: &[Stmt], sym: &Sym) -> bool {
+    block_mentions_any(b, &|s| s == sym)
+}
+
+/// Whether a block mentions, anywhere, a symbol that `hit` accepts.
+pub fn block_mentions_any(b: &[Stmt], hit: &dyn Fn(&Sym) -> bool) -> bool {
     let mut found = false;
     let b: weft_ir::Block = b.to_vec();
     weft_ir::visit::walk_block(&b, &mut |s| {
         found |= weft_ir::visit::stmt_exprs(s)
             .iter()
-            .any(|e| mentions(e, sym));
+            .any(|e| mentions_any(e, hit));
         found |= match &s.kind {
             StmtKind::Assign { buf, .. }
             | StmtKind::Reduce { buf, .. }
-            | StmtKind::Free { buf } => buf == sym,
+            | StmtKind::Free { buf } => hit(buf),
             _ => false,
         };
     });

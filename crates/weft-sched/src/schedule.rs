@@ -145,9 +145,21 @@ impl Schedule {
         step: String,
         f: impl FnOnce(&mut Analysis, &Proc, &Path) -> Result<Rewrite, SchedError>,
     ) -> Result<Cursor, SchedError> {
+        self.apply_polluting(prim, c, step, |a, p, at| Ok((f(a, p, at)?, Vec::new())))
+    }
+
+    /// [`Schedule::apply`] for a primitive whose result is an equivalence only modulo the config
+    /// fields it returns (Exo's `≅_L`): they join the new version's provenance record.
+    fn apply_polluting(
+        &mut self,
+        prim: &'static str,
+        c: &Cursor,
+        step: String,
+        f: impl FnOnce(&mut Analysis, &Proc, &Path) -> Result<(Rewrite, Vec<Field>), SchedError>,
+    ) -> Result<Cursor, SchedError> {
         let at = self.at(prim, c)?;
         let p = self.proc().clone();
-        let r = f(&mut self.analysis, &p, &at)?;
+        let (r, polluted) = f(&mut self.analysis, &p, &at)?;
         // A step may change the body or the context of a loop that is already parallel; every
         // parallel loop must still be race-free (answers for unchanged loops come from the cache).
         prims::parallelize::check_parallel_loops(&mut self.analysis, &r.proc, prim)?;
@@ -164,8 +176,21 @@ impl Schedule {
                 ));
             }
         }
+        let new = derived(prim, &p, r.proc, polluted);
+        // An instruction's C template implements its body as written: its body may be rewritten
+        // only by exact equivalences, or compiled code and the interpreter would disagree.
+        if p.is_instr() && new.origin.as_ref().is_none_or(|o| !o.polluted.is_empty()) {
+            return Err(SchedError::new(
+                prim,
+                format!(
+                    "'{}' is an instruction: its C template implements its body as written, so \
+                     only steps that keep its meaning exactly (and its signature) apply to it",
+                    p.name
+                ),
+            ));
+        }
         let new_path = r.forward.apply(&at);
-        self.versions.push(derived(prim, &p, r.proc));
+        self.versions.push(new);
         self.forwards.push(r.forward);
         self.steps.push(step);
         Ok(self.cursor(new_path.unwrap_or(at)))
@@ -454,40 +479,10 @@ impl Schedule {
 
     /// See [`prims::call_eqv`]: call `g`, an equivalent of the callee by provenance, instead.
     pub fn call_eqv(&mut self, c: &Cursor, g: &Arc<Proc>) -> Result<Cursor, SchedError> {
-        let mut polluted = Vec::new();
         let step = format!("call_eqv({})", g.name);
-        let at = self.apply("call_eqv", c, step, |a, p, at| {
-            let (r, l) = prims::call_eqv::call_eqv(a, p, at, g)?;
-            polluted = l;
-            Ok(r)
-        })?;
-        self.pollute_last(polluted);
-        Ok(at)
-    }
-
-    /// Record that the last step is an equivalence only modulo these config fields (Exo's
-    /// `≅_L`): they join the current version's provenance record.
-    fn pollute_last(&mut self, fields: Vec<(Arc<weft_ir::Config>, usize)>) {
-        if fields.is_empty() {
-            return;
-        }
-        let last = self.versions.pop().expect("at least the original");
-        let origin = last.origin.clone().map(|mut o| {
-            for f in fields {
-                if !o
-                    .polluted
-                    .iter()
-                    .any(|g| g.0.name == f.0.name && g.1 == f.1)
-                {
-                    o.polluted.push(f);
-                }
-            }
-            o
-        });
-        self.versions.push(Arc::new(Proc {
-            origin,
-            ..(*last).clone()
-        }));
+        self.apply_polluting("call_eqv", c, step, |a, p, at| {
+            prims::call_eqv::call_eqv(a, p, at, g)
+        })
     }
 
     /// See [`prims::inline_assign`]: inline the assignment into the reads of its cell after it,
@@ -540,11 +535,10 @@ impl Schedule {
         let name = prims::write_config::field_name(config, field);
         let step = format!("bind_config({e}, {name})");
         let cfg = config.clone();
-        let at = self.apply("bind_config", c, step, |a, p, at| {
-            prims::bind_config::bind_config(a, p, at, e, cfg, field)
-        })?;
-        self.pollute_last(vec![(config.clone(), field)]);
-        Ok(at)
+        self.apply_polluting("bind_config", c, step, |a, p, at| {
+            let r = prims::bind_config::bind_config(a, p, at, e, cfg.clone(), field)?;
+            Ok((r, vec![(cfg, field)]))
+        })
     }
 
     /// See [`prims::write_config`]: write `e` to `config.field` after the statement. An
@@ -560,26 +554,28 @@ impl Schedule {
         let name = prims::write_config::field_name(config, field);
         let step = format!("write_config({name}, {e})");
         let cfg = config.clone();
-        let at = self.apply("write_config", c, step, |a, p, at| {
-            prims::write_config::write_config(a, p, at, cfg, field, e)
-        })?;
-        self.pollute_last(vec![(config.clone(), field)]);
-        Ok(at)
+        self.apply_polluting("write_config", c, step, |a, p, at| {
+            let r = prims::write_config::write_config(a, p, at, cfg.clone(), field, e)?;
+            Ok((r, vec![(cfg, field)]))
+        })
     }
 }
 
 /// The primitives whose result is not equivalent to the proc they rewrote.
 const NOT_EQUIVALENCES: &[&str] = &["set_precision"];
 
-/// A proc the step `prim` produced from `parent`, with its provenance recorded: `parent` when the
-/// step proved an equivalence and kept the signature, none when it changed the meaning
-/// (`set_precision`) or the signature (`partial_eval`).
-fn derived(prim: &str, parent: &Arc<Proc>, child: Arc<Proc>) -> Arc<Proc> {
+/// A config field: the config and the field's index.
+type Field = (Arc<weft_ir::Config>, usize);
+
+/// A proc the step `prim` produced from `parent`, with its provenance recorded: `parent` modulo
+/// the `polluted` fields when the step proved an equivalence and kept the signature, none when it
+/// changed the meaning (`set_precision`) or the signature (`partial_eval`).
+fn derived(prim: &str, parent: &Arc<Proc>, child: Arc<Proc>, polluted: Vec<Field>) -> Arc<Proc> {
     let equivalent = !NOT_EQUIVALENCES.contains(&prim);
     let origin =
         (equivalent && weft_ir::alpha::same_signature(parent, &child)).then(|| weft_ir::Origin {
             parent: parent.clone(),
-            polluted: Vec::new(),
+            polluted,
         });
     Arc::new(Proc {
         origin,

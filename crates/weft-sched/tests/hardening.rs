@@ -189,3 +189,53 @@ fn parallel_iterations_under_stride_conditions_of_windows_race() {
     let r = s.parallelize(&at);
     must_reject(r, &s);
 }
+
+/// Item 6: a use through a window may not move past the `free` of its buffer.
+#[test]
+fn reorder_stmts_keeps_uses_through_windows_before_the_free() {
+    let src = "proc f(y: f32[1]) {
+    alloc t: f32[4];
+    t[0] = 1.0;
+    let w = t[0:2];
+    y[0] = w[0];
+    free t;
+}
+";
+    let mut s = sched(src);
+    let at = s.find("y =").unwrap();
+    let e = must_reject(s.reorder_stmts(&at), &s);
+    assert!(e.message.contains("freed"), "{e}");
+}
+
+/// Item 5: an instruction's C template implements its body as written. Steps that change the
+/// meaning (config pollution, precision) must not apply to it; exact equivalences still do.
+const INSTR: &str = "config C { k: index, v: f32 }
+instr inc(x: [f32][4]) \"/* {x_data} */\" {
+    alloc t: f32;
+    for i in 0..4 {
+        t = x[i];
+        x[i] = t + 1.0;
+    }
+}
+";
+
+#[test]
+fn instructions_accept_only_exact_equivalences() {
+    let m = module_of(INSTR);
+    let inc = m.proc("inc").unwrap().clone();
+    let c = m.config("C").unwrap().clone();
+    let mut s = weft_sched::Schedule::new(inc.clone());
+    let at = s.find("for i").unwrap();
+    let e = must_reject(s.write_config(&at, &c, 0, &Expr::int(5)), &s);
+    assert!(e.message.contains("instruction"), "{e}");
+    let add = s.find("x =").unwrap();
+    let e = must_reject(s.bind_config(&add, &f32_lit(1.0), &c, 1), &s);
+    assert!(e.message.contains("instruction"), "{e}");
+    let alloc = s.find("alloc t").unwrap();
+    let e = must_reject(s.set_precision(&alloc, weft_ir::DType::F64), &s);
+    assert!(e.message.contains("instruction"), "{e}");
+    // An exact rewrite keeps the template valid.
+    s.split(&at, 2, "io", "ii", weft_sched::Tail::Perfect)
+        .unwrap();
+    assert!(s.proc().is_instr());
+}

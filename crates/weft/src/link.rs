@@ -3,13 +3,26 @@
 //! A schedule's proc exists only once the schedule has been applied, after parsing and checking.
 //! So the parser resolves a call of a schedule to a stand-in: the base proc under the schedule's
 //! name, recording the base as its origin. The body is the base's, so the call is checked against
-//! the base's signature and preconditions, and the stand-in computes what the scheduled proc
-//! computes (every step was proved to preserve the meaning). Once the schedules are applied,
-//! [`link`] swaps every stand-in for the scheduled proc, which must keep the base's signature.
+//! the base's signature and preconditions. Once the schedules are applied, [`link`] swaps every
+//! stand-in for the scheduled proc, which must keep the base's signature.
+//!
+//! Swapping a callee is the `call_eqv` step, and is accepted on its terms: the scheduled proc must
+//! be related to the stand-in by provenance (every step of the schedule an equivalence, so not
+//! `set_precision` or `partial_eval`), and when the schedule is an equivalence only modulo some
+//! config fields (`write_config`, `bind_config`), the caller must not read them and the two
+//! callees must not both read them. A caller that changed is itself an equivalent of the caller as
+//! written modulo the fields its new callees pollute; its callers are linked by the same rule in
+//! turn. Parallel loops were proved race-free against the stand-ins; a scheduled callee may touch
+//! more (a staged region written back whole), so every linked proc's parallel loops are proved
+//! again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use weft_ir::{Diagnostic, Proc, Stmt, StmtKind};
+use weft_ir::{Diagnostic, Origin, Proc, StmtKind};
+use weft_sched::effects::Analysis;
+use weft_sched::find::all_stmts;
+use weft_sched::path::{self, Path};
+use weft_sched::prims::{call_eqv, parallelize};
 
 /// Replace, in every proc of `procs` and everything they call, each call of a stand-in named
 /// after a key of `scheduled` by a call of that scheduled proc. Procs that change are rebuilt;
@@ -21,6 +34,7 @@ pub fn link(
     let mut linker = Linker {
         scheduled,
         done: HashMap::new(),
+        analysis: Analysis::new(),
     };
     for p in procs.iter_mut() {
         *p = linker.proc(p)?;
@@ -32,6 +46,7 @@ struct Linker<'a> {
     scheduled: &'a HashMap<String, Arc<Proc>>,
     /// Procs already linked, by address.
     done: HashMap<usize, Arc<Proc>>,
+    analysis: Analysis,
 }
 
 impl Linker<'_> {
@@ -56,53 +71,73 @@ impl Linker<'_> {
                 }
                 self.proc(real)?
             }
-            _ => {
-                let body = self.block(&p.body)?;
-                match body {
-                    Some(body) => Arc::new(Proc {
-                        body,
-                        ..(**p).clone()
-                    }),
-                    None => p.clone(),
-                }
-            }
+            _ => self.calls(p)?,
         };
         self.done.insert(key, out.clone());
         Ok(out)
     }
 
-    /// The block with its calls linked, or `None` when nothing changed.
-    fn block(&mut self, b: &[Stmt]) -> Result<Option<Vec<Stmt>>, Diagnostic> {
-        let mut out: Option<Vec<Stmt>> = None;
-        for (k, s) in b.iter().enumerate() {
-            if let Some(new) = self.stmt(s)? {
-                out.get_or_insert_with(|| b.to_vec())[k] = new;
+    /// `p` with every call of a proc that links to another proc switched to it (`call_eqv`'s
+    /// rule), recording `p` as its origin; `p` itself when nothing changed.
+    fn calls(&mut self, p: &Arc<Proc>) -> Result<Arc<Proc>, Diagnostic> {
+        let sites: Vec<Path> = all_stmts(p)
+            .into_iter()
+            .filter(|(_, s)| matches!(s.kind, StmtKind::Call { .. }))
+            .map(|(at, _)| at)
+            .collect();
+        let mut cur = p.clone();
+        let mut polluted: Vec<call_eqv::Field> = Vec::new();
+        for at in sites {
+            let Some(StmtKind::Call { proc: callee, .. }) = path::get(&cur, &at).map(|s| &s.kind)
+            else {
+                continue;
+            };
+            let callee = callee.clone();
+            let linked = self.proc(&callee)?;
+            if Arc::ptr_eq(&linked, &callee) {
+                continue;
             }
+            let (r, fields) =
+                call_eqv::call_eqv(&mut self.analysis, &cur, &at, &linked).map_err(|e| {
+                    link_error(
+                        &format!(
+                            "cannot switch the call of `{}` to its scheduled version",
+                            callee.name
+                        ),
+                        &e,
+                    )
+                })?;
+            for f in fields {
+                if !polluted.iter().any(|g| g.0.name == f.0.name && g.1 == f.1) {
+                    polluted.push(f);
+                }
+            }
+            cur = r.proc;
         }
-        Ok(out)
+        if Arc::ptr_eq(&cur, p) {
+            return Ok(cur);
+        }
+        let linked = Arc::new(Proc {
+            origin: Some(Origin {
+                parent: p.clone(),
+                polluted,
+            }),
+            ..(*cur).clone()
+        });
+        parallelize::check_parallel_loops(&mut self.analysis, &linked, "link").map_err(|e| {
+            link_error(&format!("`{}` calls scheduled procs, and then", p.name), &e)
+        })?;
+        Ok(linked)
     }
+}
 
-    fn stmt(&mut self, s: &Stmt) -> Result<Option<Stmt>, Diagnostic> {
-        if let StmtKind::Call { proc, args } = &s.kind {
-            let linked = self.proc(proc)?;
-            if Arc::ptr_eq(&linked, proc) {
-                return Ok(None);
-            }
-            return Ok(Some(Stmt::new(
-                StmtKind::Call {
-                    proc: linked,
-                    args: args.clone(),
-                },
-                s.span,
-            )));
-        }
-        let mut out: Option<Stmt> = None;
-        for (k, child) in weft_ir::visit::stmt_blocks(s).into_iter().enumerate() {
-            if let Some(new) = self.block(child)? {
-                let cur = out.as_ref().unwrap_or(s);
-                out = Some(weft_sched::path::with_child_block(cur, k, new));
-            }
-        }
-        Ok(out)
+/// A rejected link as a diagnostic of rule `schedule` (`race` for a parallel loop), the message
+/// led by `what` failed.
+fn link_error(what: &str, e: &weft_sched::SchedError) -> Diagnostic {
+    let mut d = e.to_diagnostic();
+    if e.primitive == "link" {
+        d.rule = "race";
     }
+    d.message = format!("{what}: {}", d.message);
+    d
 }

@@ -5,14 +5,14 @@
 //! ```
 //!
 //! Syntactic condition: neither statement declares (allocates, binds as a window, frees) a name
-//! the other uses.
+//! the other uses; a statement that frees a buffer counts as using every window of it too.
 //!
 //! Safety (Exo §4.6): `Commutes(Eff s1, Eff s2)` in the statements' context: neither writes a
 //! location the other reads, writes or reduces into, and neither reduces into a location the
 //! other reads. Two reductions into one cell commute.
 
 use super::{conflict_error, describe, stmt_at, Rewrite};
-use crate::effects::{block_mentions, Analysis};
+use crate::effects::{block_mentions, block_mentions_any, Analysis};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
 use weft_ir::{Stmt, StmtKind, Sym};
@@ -39,9 +39,16 @@ pub fn reorder_stmts(
     let s2 = path::get(p, &next).ok_or_else(|| {
         SchedError::new(PRIM, "the statement is the last of its block").at(s1.span, describe(s1))
     })?;
+    let scope = a.scope_at(p, at);
     for (x, y) in [(s1, s2), (s2, s1)] {
         if let Some(d) = declared(x) {
-            if block_mentions(std::slice::from_ref(y), d) || declared(y) == Some(d) {
+            // A `free` ends the use of every window of the buffer too.
+            let used = if matches!(x.kind, StmtKind::Free { .. }) {
+                block_mentions_any(std::slice::from_ref(y), &|s| scope.views_buffer(s.id(), d))
+            } else {
+                block_mentions(std::slice::from_ref(y), d)
+            };
+            if used || declared(y) == Some(d) {
                 return Err(SchedError::new(
                     PRIM,
                     format!(
@@ -54,7 +61,6 @@ pub fn reorder_stmts(
             }
         }
     }
-    let scope = a.scope_at(p, at);
     let e1 = a.effects(&scope, std::slice::from_ref(s1));
     let e2 = a.effects(&scope, std::slice::from_ref(s2)).rename_bound();
     if let Some(c) = a.conflict(&scope.facts, &[], &e1, &e2, false) {

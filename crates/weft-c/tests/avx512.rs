@@ -19,6 +19,7 @@ fn avx512() -> Arc<Memory> {
         access: "{name}[({offset}) / 16]".into(),
         addressable: false,
         last_dim: Some(16),
+        max_bytes: None,
         span: Span::DUMMY,
     })
 }

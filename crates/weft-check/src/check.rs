@@ -10,8 +10,8 @@ use std::time::Duration;
 use weft_ir::print::expr_to_string;
 use weft_ir::visit::Deps;
 use weft_ir::{
-    ArgKind, BinOp, Block, Config, Const, CtrlType, DType, Diagnostic, Expr, ExprKind, MathFn,
-    Memory, Module, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
+    ArgKind, BinOp, Block, BufType, Config, Const, CtrlType, DType, Diagnostic, Expr, ExprKind,
+    MathFn, Memory, Module, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
 };
 
 /// Solver statistics of a check.
@@ -762,6 +762,33 @@ impl Walk<'_> {
         }
     }
 
+    /// A memory with a capacity (`max_bytes`, a stack frame or a scratchpad) holds only
+    /// allocations proved to fit, for every size the preconditions allow.
+    fn check_max_bytes(&mut self, sym: &Sym, ty: &BufType, shape: &[Option<Term>], span: Span) {
+        let Some(max) = ty.mem.max_bytes else {
+            return;
+        };
+        let mut bytes = Term::Int(ty.elem.bytes() as i64);
+        for t in shape {
+            let Some(t) = t else {
+                return; // reported as a size that is not a control expression
+            };
+            bytes = Term::mul(bytes, t.clone());
+        }
+        let msg = format!(
+            "`{sym}` may not fit memory {}, which holds at most {max} bytes per buffer (use a \
+             memory without a limit, such as DRAM, or bound the sizes with a precondition)",
+            ty.mem.name
+        );
+        self.require(
+            Term::le(bytes.clone(), Term::Int(max)),
+            "memory",
+            span,
+            msg,
+            &[("bytes", &bytes)],
+        );
+    }
+
     fn bounds(
         &mut self,
         b: &BufInfo,
@@ -1235,6 +1262,7 @@ impl Walk<'_> {
                     self.err("type", s.span, "an allocation cannot be a window");
                 }
                 self.check_last_dim(buf, &ty.mem, &ty.shape, s.span);
+                self.check_max_bytes(buf, ty, &shape, s.span);
                 let info = BufInfo {
                     sym: buf.clone(),
                     elem: ty.elem,

@@ -18,6 +18,7 @@
 //!     access: "{name}[{offset}]".into(),
 //!     addressable: true,
 //!     last_dim: None,
+//!     max_bytes: None,
 //!     span: Span::DUMMY,
 //! });
 //! let mut p = ProcBuilder::new("axpy", &dram);

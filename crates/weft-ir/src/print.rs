@@ -444,6 +444,9 @@ pub fn memory_to_string(m: &Memory) -> String {
     if let Some(d) = m.last_dim {
         let _ = writeln!(s, "    last_dim {d}");
     }
+    if let Some(b) = m.max_bytes {
+        let _ = writeln!(s, "    max_bytes {b}");
+    }
     s.push_str("}\n");
     s
 }

@@ -28,6 +28,9 @@ pub struct Memory {
     pub addressable: bool,
     /// When set, the innermost dimension of every buffer in this memory must be this constant.
     pub last_dim: Option<i64>,
+    /// When set, no single buffer in this memory may be larger than this many bytes (a stack
+    /// frame, a scratchpad): the checker proves it for every allocation, for all sizes.
+    pub max_bytes: Option<i64>,
     pub span: Span,
 }
 

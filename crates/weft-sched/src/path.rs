@@ -274,6 +274,11 @@ impl Forward {
             let mut rel = p.0[d - 1..].to_vec();
             rel[0].index -= a.index;
             let mapped = inner(&rel)?;
+            // A statement mapped past the replacements no longer exists (a loop unrolled zero
+            // times, say): it forwards to nothing rather than to whatever follows.
+            if mapped.first()?.index >= count {
+                return None;
+            }
             let mut q = at.0[..d - 1].to_vec();
             let mut first = mapped[0];
             first.index += a.index;

@@ -315,6 +315,30 @@ impl Schedule {
         })
     }
 
+    /// The memory [`Schedule::stage_mem`] should use when none is named: `small` when a tile of
+    /// the region is proved to fit its capacity at `c`, otherwise `large`
+    /// ([`prims::stage_mem::default_memory`]).
+    pub fn stage_mem_default_memory(
+        &mut self,
+        c: &Cursor,
+        buf: &str,
+        region: &[(Expr, Expr)],
+        small: Arc<weft_ir::Memory>,
+        large: Arc<weft_ir::Memory>,
+    ) -> Result<Arc<weft_ir::Memory>, SchedError> {
+        let at = self.at("stage_mem", c)?;
+        let p = self.proc().clone();
+        Ok(prims::stage_mem::default_memory(
+            &mut self.analysis,
+            &p,
+            &at,
+            buf,
+            region,
+            small,
+            large,
+        ))
+    }
+
     /// See [`prims::simplify`].
     pub fn simplify(&mut self) -> Result<(), SchedError> {
         let root = self.cursor(Path::top(0));

@@ -34,7 +34,7 @@
 //! | `set_memory("alloc t", MEMORY)` | [`crate::prims::set_memory`] |
 //! | `set_precision("alloc t", f64)` | [`crate::prims::set_precision`] (a precision choice, not an equivalence) |
 //! | `expand_dim("alloc t", extent, index)` | [`crate::prims::expand_dim`] |
-//! | `stage_mem(stmt, A[lo:hi, ...], T [, MEMORY])` | [`crate::prims::stage_mem`] (default memory `DRAM_STACK`) |
+//! | `stage_mem(stmt, A[lo:hi, ...], T [, MEMORY])` | [`crate::prims::stage_mem`] (default memory: `DRAM_STACK` when the tile is proved to fit its 64 KiB, `DRAM` otherwise) |
 //! | `extract_proc(stmt, NAME [, count])` | [`crate::prims::extract_proc`]: `count` statements (default 1) from `stmt` become the new proc `NAME`, added to the module |
 //! | `partial_eval(N=64, K=8)` | [`crate::prims::partial_eval`] |
 //! | `replace(stmt, f)` | [`crate::prims::replace`]: the block of as many statements as `f`'s body, starting at `stmt`, becomes a call of `f` (a proc or instruction of the module or its imports) |
@@ -311,17 +311,26 @@ pub fn apply_step_in(
             let region_arg = nth(step, 1, "a region")?;
             let (buf, region) = region_arg_of(s, &c, step, region_arg)?;
             let name = name_arg(step, 2)?;
-            let mem_name = match step.args.get(3) {
-                Some(_) => name_arg(step, 3)?,
-                None => "DRAM_STACK".to_string(),
+            let memory = |mem_name: &str| {
+                memories(mem_name).ok_or_else(|| {
+                    arg_error(
+                        step,
+                        step.args.get(3),
+                        format!("unknown memory `{mem_name}`"),
+                    )
+                })
             };
-            let mem = memories(&mem_name).ok_or_else(|| {
-                arg_error(
-                    step,
-                    step.args.get(3),
-                    format!("unknown memory `{mem_name}`"),
-                )
-            })?;
+            let mem = match step.args.get(3) {
+                Some(_) => memory(&name_arg(step, 3)?)?,
+                // A tile proved to fit the stack goes there, any other to the heap.
+                None => s.stage_mem_default_memory(
+                    &c,
+                    &buf,
+                    &region,
+                    memory("DRAM_STACK")?,
+                    memory("DRAM")?,
+                )?,
+            };
             s.stage_mem(&c, 1, &buf, &region, &name, mem)?;
         }
         "split" => {

@@ -239,3 +239,73 @@ fn instructions_accept_only_exact_equivalences() {
         .unwrap();
     assert!(s.proc().is_instr());
 }
+
+/// Item 17: a statement of a loop that `unroll` removed (zero trips) no longer exists; a cursor
+/// on it must not forward to the next statement.
+#[test]
+fn cursors_on_statements_of_a_loop_unrolled_zero_times_forward_to_nothing() {
+    let src = "proc f(x: f32[2]) {
+    for j in 0..0 {
+        x[0] = 1.0;
+    }
+    x[1] = 2.0;
+}
+";
+    let mut s = sched(src);
+    let inner = s.find("x =").unwrap();
+    let j = s.find("for j").unwrap();
+    s.unroll(&j).unwrap();
+    assert!(s.stmt(&inner).is_none(), "forwards to {:?}", s.stmt(&inner));
+    assert!(s.stmt(&j).is_none());
+    let e = s.delete_pass(&inner).unwrap_err();
+    assert!(e.message.contains("no longer exists"), "{e}");
+}
+
+/// Item 9: a stack buffer of any size crashed the program. DRAM_STACK declares a capacity
+/// (`max_bytes`) that the checker proves for every allocation, with a counterexample.
+#[test]
+fn the_checker_proves_that_stack_buffers_fit() {
+    let src = |pre: &str| {
+        format!(
+            "proc f(n: size, x: f32[n]) {{
+    {pre}
+    alloc t: f32[n] @ DRAM_STACK;
+    for i in 0..n {{ t[i] = x[i]; x[i] = t[i] * 2.0; }}
+    free t;
+}}
+"
+        )
+    };
+    let m =
+        weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", &src("")).unwrap();
+    let ds = weft_check::check_module(&m).unwrap_err();
+    let d = ds
+        .iter()
+        .find(|d| d.rule == "memory")
+        .expect("a memory diagnostic");
+    assert!(d.message.contains("at most 65536 bytes"), "{d:?}");
+    assert!(d.notes.iter().any(|n| n.contains("n = ")), "{d:?}");
+    module_of(&src("assert n <= 16384;"));
+}
+
+/// Item 9: `stage_mem` without a memory puts a tile on the stack only when it is proved to fit.
+#[test]
+fn stage_mem_puts_only_tiles_that_fit_on_the_stack() {
+    let src = "proc f(n: size, x: f32[n]) {
+    for i in 0..n { x[i] = x[i] * 2.0; }
+}
+schedule g = f { stage_mem(i, \"x[0:n]\", t); }
+";
+    let (s, r) = scheduled(src);
+    r.unwrap();
+    shows(&s, &["alloc t: f32[n] @ DRAM;"]);
+    let (s, r) = scheduled(&src.replace(
+        "proc f(n: size, x: f32[n]) {\n",
+        "proc f(n: size, x: f32[n]) {\n    assert n <= 64;\n",
+    ));
+    r.unwrap();
+    shows(&s, &["alloc t: f32[n] @ DRAM_STACK;"]);
+    let (s, r) = scheduled(&src.replace("t); }", "t, DRAM_STACK); }"));
+    let e = must_reject(r, &s);
+    assert!(e.message.contains("may not fit memory DRAM_STACK"), "{e}");
+}

@@ -322,7 +322,7 @@ fn lift_alloc_rejected(src: &str, message: &str) -> weft_sched::SchedError {
 fn lift_alloc_rejects_a_size_that_depends_on_the_index() {
     let src = "proc p(n: size, x: f32[n] @ DRAM) {
     for i in 0..n {
-        alloc t: f32[i + 1] @ DRAM_STACK;
+        alloc t: f32[i + 1] @ DRAM;
         t[i] = x[i];
         x[i] = t[i] * 2.0;
     }
@@ -336,7 +336,7 @@ fn lift_alloc_rejects_a_read_of_a_value_from_an_earlier_iteration() {
     // In the original, `t[0]` is uninitialised at every iteration but the first.
     let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
     for i in 0..n {
-        alloc t: f32[n] @ DRAM_STACK;
+        alloc t: f32[n] @ DRAM;
         t[i] = x[i];
         y[i] = t[0];
     }
@@ -384,11 +384,18 @@ fn lift_alloc_accepts_reads_of_cells_no_earlier_iteration_writes() {
         "may lie outside 0..n",
     );
     assert_eq!(cex(&e, "i"), cex(&e, "n") - 1, "{e}");
+    // `n` rows do not fit the stack's 64 KiB for every `n`.
+    rejected(
+        s.expand_dim(&a, &n, &i),
+        "expand_dim",
+        "may not fit memory DRAM_STACK",
+    );
+    s.set_memory(&a, dram()).unwrap();
     s.expand_dim(&a, &n, &i).unwrap();
     shows(
         &s,
         &[
-            "alloc t: f32[n, 4] @ DRAM_STACK;",
+            "alloc t: f32[n, 4] @ DRAM;",
             "t[i, j] = x[i, j] * 2.0;",
             "y[i, k] += t[i, k] + t[i, 3 - k];",
         ],

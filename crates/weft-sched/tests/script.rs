@@ -70,7 +70,7 @@ schedule a = blur {{
 fn lifting_an_allocation_whose_size_depends_on_the_index_is_rejected_at_the_step() {
     let src = "proc p(n: size, y: i32[n] @ DRAM) {
     for i in 0..n {
-        alloc t: i32[i + 1] @ DRAM_STACK;
+        alloc t: i32[i + 1] @ DRAM;
         t[i] = 3;
         y[i] = t[i];
     }

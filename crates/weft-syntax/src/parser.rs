@@ -15,6 +15,10 @@ use weft_ir::{
     Instr, MathFn, Memory, Module, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
 };
 
+/// What a memory declaration may contain, for the message when it contains something else.
+const MEMORY_FIELDS: &str =
+    "a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `max_bytes`) or `}`";
+
 /// Nesting limit for expressions and blocks, so that deeply nested input is an error instead of
 /// a stack overflow.
 pub const MAX_DEPTH: usize = 256;
@@ -357,6 +361,7 @@ impl<'a, 'r> Parser<'a, 'r> {
         let (mut header, mut alloc, mut free, mut access) = (None, None, None, None);
         let mut addressable = None;
         let mut last_dim = None;
+        let mut max_bytes = None;
         while !self.is_punct("}") {
             let key: &'static str = match self.tok() {
                 Tok::Ident(s) => match s.as_str() {
@@ -366,9 +371,10 @@ impl<'a, 'r> Parser<'a, 'r> {
                     "access" => "access",
                     "addressable" => "addressable",
                     "last_dim" => "last_dim",
-                    _ => return Err(self.expected("a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`) or `}`")),
+                    "max_bytes" => "max_bytes",
+                    _ => return Err(self.expected(MEMORY_FIELDS)),
                 },
-                _ => return Err(self.expected("a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`) or `}`")),
+                _ => return Err(self.expected(MEMORY_FIELDS)),
             };
             let key_span = self.cur_span();
             if let Some(prev) = fields.insert(key, key_span) {
@@ -395,7 +401,19 @@ impl<'a, 'r> Parser<'a, 'r> {
                     });
                     self.bump();
                 }
-                _ => last_dim = Some(self.int_literal()?),
+                "last_dim" => last_dim = Some(self.int_literal()?),
+                _ => {
+                    let at = self.cur_span();
+                    let b = self.int_literal()?;
+                    if b <= 0 {
+                        return Err(Diagnostic::new(
+                            "syntax",
+                            at,
+                            format!("`max_bytes` must be positive, got {b}"),
+                        ));
+                    }
+                    max_bytes = Some(b);
+                }
             }
         }
         self.bump();
@@ -415,6 +433,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             access: access.ok_or_else(|| missing("access"))?,
             addressable: addressable.ok_or_else(|| missing("addressable"))?,
             last_dim,
+            max_bytes,
             span,
         };
         let mem = Arc::new(mem);

@@ -416,7 +416,8 @@ impl<R: Rng> Gen<'_, R> {
         let rank = self.rng.gen_range(0..=2);
         let dims: Vec<Ext> = (0..rank).map(|_| self.used_ext()).collect();
         let elem = *DType::ALL.choose(self.rng)?;
-        let on_stack = self.rng.gen_bool(0.4);
+        // The stack holds only buffers of a constant size (DRAM_STACK's `max_bytes`).
+        let on_stack = dims.iter().all(|d| matches!(d, Ext::Const(_))) && self.rng.gen_bool(0.6);
         let mem = if on_stack {
             self.stack.clone()
         } else {

@@ -15,7 +15,8 @@
 //!   `t[i...] ↦ t[x, i...]` is a bijection between the old cells and that slice, and every read
 //!   sees what it saw before. This is the sound form of Exo's `expand_dim`, whose index is a
 //!   variable of a loop enclosing the allocation (typically followed by `lift_alloc`).
-//! - `0 < E` at the allocation (the new extent is positive).
+//! - `0 < E` at the allocation (the new extent is positive), and the expanded buffer fits its
+//!   memory's capacity (`max_bytes`, as the checker requires).
 //! - `0 <= x < E` at every statement that uses `t` (with the facts that hold there: enclosing
 //!   loops and conditions), so every new access is in bounds.
 //! - The old shape reads no config field if `t` is used as a whole-buffer window (its extents are
@@ -120,6 +121,7 @@ pub fn expand_dim(
         shape,
         ..site.ty.clone()
     };
+    super::require_fits(a, PRIM, &scope, t.name(), &ty, site.stmt)?;
     let mut ex = Expander {
         t: &t,
         index,

@@ -221,6 +221,39 @@ pub(crate) fn require_unwritten_by_body(
     require_unwritten_configs(prim, exprs, &eff, what, "the loop body", l.stmt)
 }
 
+/// Prove, in `scope`, that a buffer of type `ty` fits its memory's capacity (`max_bytes`, a stack
+/// frame or a scratchpad), as the checker requires of every allocation.
+pub(crate) fn require_fits(
+    a: &mut Analysis,
+    prim: &'static str,
+    scope: &crate::effects::Scope,
+    name: &str,
+    ty: &weft_ir::BufType,
+    stmt: &Stmt,
+) -> Result<(), SchedError> {
+    let Some(max) = ty.mem.max_bytes else {
+        return Ok(());
+    };
+    let mut bytes = Term::Int(ty.elem.bytes() as i64);
+    for e in &ty.shape {
+        bytes = Term::mul(bytes, term_at(a, prim, scope, e)?);
+    }
+    require(
+        a,
+        prim,
+        &scope.facts,
+        &Term::le(bytes, Term::Int(max)),
+        || {
+            format!(
+                "'{name}' may not fit memory {}, which holds at most {max} bytes per buffer",
+                ty.mem.name
+            )
+        },
+        stmt.span,
+        describe(stmt),
+    )
+}
+
 /// A `for` statement.
 pub(crate) fn for_stmt(var: Sym, lo: Expr, hi: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
     Stmt::new(

@@ -124,9 +124,10 @@ pub(crate) fn direct_access<'a>(block: &'a [Stmt], bufs: &[Sym]) -> Option<&'a S
     out
 }
 
-/// Move the allocation at `at` into memory `mem`.
+/// Move the allocation at `at` into memory `mem` (where it must fit the memory's capacity,
+/// `max_bytes`, as the checker requires).
 pub fn set_memory(
-    _a: &mut Analysis,
+    a: &mut Analysis,
     p: &weft_ir::Proc,
     at: &Path,
     mem: Arc<Memory>,
@@ -185,10 +186,13 @@ pub fn set_memory(
         )
         .at(s.span, describe(&s)));
     }
-    let new = site.with_type(BufType {
+    let ty = BufType {
         mem,
         ..site.ty.clone()
-    });
+    };
+    let scope = a.scope_at(p, at);
+    super::require_fits(a, PRIM, &scope, name, &ty, site.stmt)?;
+    let new = site.with_type(ty);
     Ok(Rewrite {
         proc: path::replace_stmt(p, at, vec![new]),
         forward: Forward::identity(),

@@ -14,6 +14,7 @@
 //!   bounds and the copies carry every value `s` uses or produces);
 //! - the region lies inside `A` (`0 <= l_k`, `h_k <= extent_k`), so the copies are in bounds;
 //! - the region is not empty (`l_k < h_k`), so `T` has a positive size;
+//! - `T` fits its memory's capacity (`max_bytes`, as the checker requires);
 //! - `s` uses `A` only by reads, writes and reductions, not in windows or call arguments, and
 //!   `s` does not free it;
 //! - `s` uses no other name for `A`'s memory (a window of `A` bound before `s`, or the buffer `A`
@@ -193,22 +194,14 @@ pub fn stage_mem(
 
     // Build the new code.
     let tsym = Sym::new(name);
-    let extents: Vec<Expr> = region
-        .iter()
-        .map(|(lo, hi)| {
-            if lo.as_int_const() == Some(0) {
-                hi.clone()
-            } else {
-                Expr::binary(BinOp::Sub, hi.clone(), lo.clone())
-            }
-        })
-        .collect();
+    let extents = extents_of(region);
     let ty = BufType {
         elem: bt.elem,
         shape: extents.clone(),
         window: false,
         mem,
     };
+    super::require_fits(a, PRIM, &scope, name, &ty, first)?;
     let span = first.span;
     let shifted = |idx: &[Expr]| -> Vec<Expr> {
         idx.iter()
@@ -297,6 +290,47 @@ pub fn stage_mem(
 
 /// The buffer named `name` visible at `at`: an argument, or an allocation earlier in an enclosing
 /// block (innermost wins).
+/// The extents `hi - lo` of a region.
+fn extents_of(region: &[(Expr, Expr)]) -> Vec<Expr> {
+    region
+        .iter()
+        .map(|(lo, hi)| {
+            if lo.as_int_const() == Some(0) {
+                hi.clone()
+            } else {
+                Expr::binary(BinOp::Sub, hi.clone(), lo.clone())
+            }
+        })
+        .collect()
+}
+
+/// The memory for a tile when the schedule names none: `small` (a stack, say) when a tile of
+/// `buf`'s region is proved to fit its capacity at `at`, otherwise `large`.
+pub fn default_memory(
+    a: &mut Analysis,
+    p: &Proc,
+    at: &Path,
+    buf: &str,
+    region: &[(Expr, Expr)],
+    small: Arc<Memory>,
+    large: Arc<Memory>,
+) -> Arc<Memory> {
+    let (Some((_, bt)), Some(stmt)) = (buffer_in_scope(p, at, buf), path::get(p, at)) else {
+        return small; // the step itself reports what is wrong
+    };
+    let ty = BufType {
+        elem: bt.elem,
+        shape: extents_of(region),
+        window: false,
+        mem: small.clone(),
+    };
+    let scope = a.scope_at(p, at);
+    match super::require_fits(a, PRIM, &scope, buf, &ty, stmt) {
+        Ok(()) => small,
+        Err(_) => large,
+    }
+}
+
 fn buffer_in_scope(p: &Proc, at: &Path, name: &str) -> Option<(Sym, BufType)> {
     let mut found = p
         .args

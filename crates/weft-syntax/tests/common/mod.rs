@@ -83,6 +83,11 @@ impl Gen {
             } else {
                 None
             },
+            max_bytes: if rng.chance(30) {
+                Some(rng.below(1 << 20) as i64 + 1)
+            } else {
+                None
+            },
             span: Span::DUMMY,
         });
         let mems = vec![

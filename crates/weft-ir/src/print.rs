@@ -77,7 +77,8 @@ pub fn is_identifier(s: &str) -> bool {
     chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn usable_name(s: &str) -> bool {
+/// Whether `s` can be written as a name: an identifier that is not a keyword.
+pub fn usable_name(s: &str) -> bool {
     is_identifier(s) && !KEYWORDS.contains(&s)
 }
 

@@ -309,3 +309,33 @@ schedule g = f { stage_mem(i, \"x[0:n]\", t); }
     let e = must_reject(r, &s);
     assert!(e.message.contains("may not fit memory DRAM_STACK"), "{e}");
 }
+
+/// New-user item: names a step introduces were silently renamed on a clash.
+#[test]
+fn names_a_step_introduces_must_be_new() {
+    let src = "proc f(n: size, x: f32[n, n]) {
+    for j in 0..n {
+        for i in 0..n { x[i, j] = 1.0; }
+    }
+}
+";
+    for (steps, message) in [
+        ("split(i, 8, j, ii);", "'j' is already a name here"),
+        ("split(i, 4, io, io);", "two new things the name 'io'"),
+        ("split(i, 4, for, ii);", "'for' cannot be a name"),
+        ("split(i, 4, n, ii);", "'n' is already a name here"),
+        (
+            "stage_mem(i, \"x[0:n, j:j + 1]\", x);",
+            "'x' is already a name here",
+        ),
+    ] {
+        let (s, r) = scheduled(&format!("{src}schedule g = f {{ {steps} }}\n"));
+        let e = must_reject(r, &s);
+        assert!(e.message.contains(message), "{steps}: {e}");
+    }
+    // Sibling blocks may reuse a name, as in the language.
+    let (_, r) = scheduled(&format!(
+        "{src}schedule g = f {{ split(i, 4, io, ii, cut); split(\"for ii #1\", 2, io2, io, guard); }}\n"
+    ));
+    r.unwrap();
+}

@@ -64,18 +64,7 @@ pub fn add_loop(
         )
         .at(s.span, what));
     }
-    // A loop variable must not take the name of a control value in scope.
-    let taken = p.args.iter().any(|a| a.sym.name() == name)
-        || path::ancestors(p, at)
-            .iter()
-            .any(|(_, x)| matches!(&x.kind, StmtKind::For { var, .. } if var.name() == name));
-    if taken {
-        return Err(SchedError::new(
-            PRIM,
-            format!("'{name}' is already a name in scope; choose another loop variable"),
-        )
-        .at(s.span, what));
-    }
+    super::require_new_names(PRIM, p, at, &[name])?;
     let scope = a.scope_at(p, at);
     let h = term_at(a, PRIM, &scope, hi)?;
     require(

@@ -69,6 +69,7 @@ pub fn bind_expr(
         )
         .at(s.span, what));
     }
+    super::require_new_names(PRIM, p, at, &[name])?;
     let x = Sym::new(name);
     let read_x = Expr::read(&x, dtype, vec![]);
     let mut count = 0;

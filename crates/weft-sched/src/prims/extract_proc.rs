@@ -225,13 +225,6 @@ fn expr_names(e: &Expr, ctrl: &mut Vec<u64>, bufs: &mut Vec<u64>) -> Option<()> 
     pure.then_some(())
 }
 
-fn valid_name(name: &str) -> bool {
-    name.chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// Replace the `count` statements starting at `at` by a call to a new proc `name`; returns the
 /// rewrite and the new proc.
 pub fn extract_proc(
@@ -241,7 +234,7 @@ pub fn extract_proc(
     count: usize,
     name: &str,
 ) -> Result<(Rewrite, Arc<Proc>), SchedError> {
-    if !valid_name(name) {
+    if !weft_ir::print::usable_name(name) {
         return Err(SchedError::new(
             PRIM,
             format!("'{name}' is not a valid proc name"),

@@ -254,6 +254,76 @@ pub(crate) fn require_fits(
     )
 }
 
+/// Names a step introduces (loop variables, buffers) must be usable names (identifiers, not
+/// keywords), differ from each other, and clash with no name visible at `at` or bound or used in
+/// the statement there: the language forbids shadowing, and the printer would otherwise rename
+/// one of them silently, so the name the user gave would designate another variable.
+pub(crate) fn require_new_names(
+    prim: &'static str,
+    p: &Proc,
+    at: &Path,
+    names: &[&str],
+) -> Result<(), SchedError> {
+    let s = stmt_at(prim, p, at)?;
+    let fail = |msg: String| Err(SchedError::new(prim, msg).at(s.span, describe(s)));
+    for (k, name) in names.iter().enumerate() {
+        if !weft_ir::print::usable_name(name) {
+            return fail(format!(
+                "'{name}' cannot be a name (an identifier that is not a keyword)"
+            ));
+        }
+        if names[..k].contains(name) {
+            return fail(format!("the step gives two new things the name '{name}'"));
+        }
+    }
+    let mut taken: Vec<String> = p.args.iter().map(|a| a.sym.name().to_string()).collect();
+    // Names declared by the enclosing statements and by the statements before each of them.
+    let mut block = &p.body;
+    for (k, step) in at.0.iter().enumerate() {
+        for earlier in block.iter().take(step.index) {
+            if let Some(d) = reorder_stmts::declared(earlier) {
+                taken.push(d.name().to_string());
+            }
+        }
+        let Some(cur) = block.get(step.index) else {
+            break;
+        };
+        if let StmtKind::For { var, .. } = &cur.kind {
+            taken.push(var.name().to_string());
+        }
+        match at
+            .0
+            .get(k + 1)
+            .and_then(|n| path::child_blocks(cur).get(n.block).copied())
+        {
+            Some(b) => block = b,
+            None => break,
+        }
+    }
+    // Names bound or used inside the statement.
+    weft_ir::visit::walk_block(&vec![s.clone()], &mut |x| {
+        if let Some(d) = reorder_stmts::declared(x) {
+            taken.push(d.name().to_string());
+        }
+        if let StmtKind::For { var, .. } = &x.kind {
+            taken.push(var.name().to_string());
+        }
+        for e in weft_ir::visit::stmt_exprs(x) {
+            weft_ir::visit::walk_expr(e, &mut |y| {
+                if let weft_ir::ExprKind::Var(v) = &y.kind {
+                    taken.push(v.name().to_string());
+                }
+            });
+        }
+    });
+    match names.iter().find(|n| taken.iter().any(|t| t == *n)) {
+        Some(n) => fail(format!(
+            "'{n}' is already a name here; choose a new name for what the step introduces"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A `for` statement.
 pub(crate) fn for_stmt(var: Sym, lo: Expr, hi: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
     Stmt::new(

@@ -18,12 +18,7 @@ const PRIM: &str = "rename";
 
 /// The proc `p` named `name`.
 pub fn rename(p: &Proc, name: &str) -> Result<Rewrite, SchedError> {
-    let ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok {
+    if !weft_ir::print::usable_name(name) {
         return Err(SchedError::new(
             PRIM,
             format!("'{name}' is not a valid proc name"),

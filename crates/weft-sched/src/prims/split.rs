@@ -73,6 +73,7 @@ pub fn split(
     tail: Tail,
 ) -> Result<Rewrite, SchedError> {
     let l = loop_at(PRIM, p, at)?;
+    super::require_new_names(PRIM, p, at, &[outer, inner])?;
     if factor <= 0 {
         return Err(
             SchedError::new(PRIM, format!("the factor must be positive, got {factor}"))

@@ -51,6 +51,7 @@ pub fn stage_mem(
     mem: Arc<Memory>,
 ) -> Result<Rewrite, SchedError> {
     let first = stmt_at(PRIM, p, at)?;
+    super::require_new_names(PRIM, p, at, &[name])?;
     let block: Vec<Stmt> = (0..len.max(1))
         .map(|k| stmt_at(PRIM, p, &at.sibling(at.last().index + k)).cloned())
         .collect::<Result<_, _>>()?;

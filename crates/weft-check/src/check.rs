@@ -1196,6 +1196,22 @@ impl Walk<'_> {
             } => {
                 let l = self.expect_ctrl(lo, Ty::Int, "a loop bound");
                 let h = self.expect_ctrl(hi, Ty::Int, "a loop bound");
+                // A negative extent is an error (DESIGN.md §2, as in Exo and Halide), not an empty
+                // loop: rewrites that compute bounds must not be able to hide a wrong one.
+                if let (Some(l), Some(h)) = (&l, &h) {
+                    let msg = format!(
+                        "loop `{var}` may have a negative extent: `{}` may exceed `{}`",
+                        expr_to_string(lo),
+                        expr_to_string(hi)
+                    );
+                    self.require(
+                        Term::le(l.clone(), h.clone()),
+                        "extent",
+                        s.span,
+                        msg,
+                        &[("low", l), ("high", h)],
+                    );
+                }
                 let mark = self.bound.len();
                 let n = self.facts.len();
                 self.bind(var, Info::Ctrl(CtrlType::Index), s.span);

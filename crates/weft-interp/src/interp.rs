@@ -694,6 +694,12 @@ impl<'c> Machine<'c> {
             } => {
                 let lo = self.eval_int(env, lo)?;
                 let hi = self.eval_int(env, hi)?;
+                if hi < lo {
+                    return fail(
+                        format!("loop `{var}` has a negative extent: {lo}..{hi}"),
+                        span,
+                    );
+                }
                 let previous = env.remove(var);
                 let mut result = Ok(());
                 // A parallel loop's iterations may run in any order; the interpreter runs them

@@ -43,8 +43,8 @@
 //! # Semantics, as implemented
 //!
 //! - **Statements** run in order. `for i in lo..hi` evaluates `lo` and `hi` once, before the loop,
-//!   and runs `i = lo, …, hi-1`; when `hi <= lo` it runs zero times and this is *not* an error
-//!   (Exo semantics; DESIGN.md's "negative extent is an error" concerns pipeline reductions).
+//!   and runs `i = lo, …, hi-1`; `lo == hi` runs zero times, and `hi < lo` (a negative extent)
+//!   is an error (DESIGN.md §2; the checker proves `lo <= hi` of every loop, as Exo and Halide do).
 //!   `alloc` creates a buffer with every cell uninitialised; the buffer lives until its `free` or
 //!   the end of its block; any use after `free` is an error.
 //! - **Windows** are views (storage, offset, strides, shape) into the data store, so a window
@@ -69,7 +69,8 @@
 //!   expression that needs a data value is an [`InterpError`].
 //! - **Errors** (an [`InterpError`], never a panic): wrong argument count or kind, a shape or dtype
 //!   mismatch, a size argument `<= 0`, a failed precondition, an out-of-bounds access, use of a
-//!   freed buffer, control overflow, and ill-typed programs the checker should have rejected.
+//!   freed buffer, control overflow, a negative loop extent, and ill-typed programs the checker
+//!   should have rejected.
 
 mod buffer;
 mod interp;

@@ -101,8 +101,10 @@ fn uninitialised_reads_propagate_as_error_values() {
     );
 }
 
+/// An empty loop runs zero times; a negative extent is an error (DESIGN.md §2), which the checker
+/// also rejects statically (rule `extent`).
 #[test]
-fn empty_and_reversed_loops_run_zero_times() {
+fn empty_loops_run_zero_times_and_negative_extents_are_errors() {
     let mem = dram();
     let mut p = ProcBuilder::new("rev", &mem);
     let lo = p.index("lo");
@@ -112,15 +114,23 @@ fn empty_and_reversed_loops_run_zero_times() {
         b.reduce(&x, vec![], Expr::int(1));
     });
     let proc = p.finish();
-    for (l, h, want) in [(2, 7, 5), (3, 3, 0), (5, -2, 0)] {
-        let mut args = vec![
+    let args = |l, h| {
+        vec![
             ArgValue::Int(l),
             ArgValue::Int(h),
             ArgValue::Buf(Buffer::from_i32(vec![], &[0])),
-        ];
-        run_fresh(&proc, &mut args).unwrap();
-        assert_eq!(buf(&args, 2).to_i32_vec().unwrap(), vec![want]);
+        ]
+    };
+    for (l, h, want) in [(2, 7, 5), (3, 3, 0)] {
+        let mut a = args(l, h);
+        run_fresh(&proc, &mut a).unwrap();
+        assert_eq!(buf(&a, 2).to_i32_vec().unwrap(), vec![want]);
     }
+    let err = run_fresh(&proc, &mut args(5, -2)).unwrap_err();
+    assert!(
+        err.message.contains("negative extent") && err.message.contains("5..-2"),
+        "{err}"
+    );
 }
 
 #[test]

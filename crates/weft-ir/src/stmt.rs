@@ -37,7 +37,8 @@ pub enum StmtKind {
         then_body: Block,
         else_body: Block,
     },
-    /// `for var in lo..hi`: runs `var = lo, lo+1, ..., hi-1`; no iteration when `hi <= lo`.
+    /// `for var in lo..hi`: runs `var = lo, lo+1, ..., hi-1`; no iteration when `hi == lo`, and
+    /// `hi < lo` (a negative extent) is an error the checker rules out (rule `extent`).
     /// `for var in par(lo..hi)` (`parallel`): the iterations may run at the same time, in any
     /// order; accepted only where they are proved race-free, so the meaning is the sequential one.
     For {

@@ -62,13 +62,17 @@
 //!   nearest, float→int saturates with NaN→0 (Rust `as`; the C backend must match), bool→int is
 //!   0/1, x→bool is `x != 0`. Math functions use Rust's `f32`/`f64` methods.
 //! - **Control arithmetic** uses checked `i64`: an overflow is an error. Division and modulo are
-//!   Euclidean with `x / 0 = 0`, `x % 0 = 0`.
+//!   Euclidean with `x / 0 = 0`, `x % 0 = 0`. Control values entering a proc must lie in the entry
+//!   range (`weft_ir::types::ENTRY_MAX`, docs/language.md §2): sizes in `[1, 2^31 - 1]`, `index`
+//!   and `stride` arguments and the extents of buffer arguments in `±(2^31 - 1)`, the strides of
+//!   window arguments too when the call comes from outside; a control config field written
+//!   outside that range is an error.
 //! - **Error values**: reading an uninitialised cell yields the error value (`None`), which every
 //!   operation propagates (strictly; `select` propagates an error in its condition or in the
 //!   branch it picks); writing it stores it. Control flow never depends on data, so a control
 //!   expression that needs a data value is an [`InterpError`].
 //! - **Errors** (an [`InterpError`], never a panic): wrong argument count or kind, a shape or dtype
-//!   mismatch, a size argument `<= 0`, a failed precondition, an out-of-bounds access, use of a
+//!   mismatch, a control value outside its entry range, a failed precondition, an out-of-bounds access, use of a
 //!   freed buffer, control overflow, a negative loop extent, and ill-typed programs the checker
 //!   should have rejected.
 

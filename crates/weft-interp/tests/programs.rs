@@ -632,3 +632,83 @@ fn reduce_into_uninitialised_cell_gives_error_value_and_select_is_strict_in_its_
     run_fresh(&proc, &mut args).unwrap();
     assert_eq!(buf(&args, 0).data, vec![None, None, Some(Scalar::F32(5.0))]);
 }
+
+/// The control-arithmetic rule at run time: arguments, window strides and control config
+/// writes must lie in the entry range (control overflow itself: `arithmetic.rs`).
+#[test]
+fn control_values_entering_a_proc_are_range_checked() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("f", &mem);
+    let n = p.size("n");
+    let k = p.index("k");
+    let x = p.tensor("x", DType::I64, vec![Expr::int(1)]);
+    p.body().assign(
+        &x,
+        vec![Expr::int(0)],
+        Expr::cast(DType::I64, &k * 4294967296i64 + &n),
+    );
+    let proc = p.finish();
+    let args = |n: i64, k: i64| {
+        vec![
+            ArgValue::Int(n),
+            ArgValue::Int(k),
+            ArgValue::Buf(Buffer::from_i64(vec![1], &[0])),
+        ]
+    };
+    let mut ok = args(2147483647, -2147483647);
+    run_fresh(&proc, &mut ok).unwrap();
+    assert_eq!(
+        buf(&ok, 2).to_i64_vec().unwrap(),
+        vec![-2147483647 * 4294967296 + 2147483647]
+    );
+    for (n, k, what) in [
+        (2147483648, 0, "size argument `n`"),
+        (1, 2147483648, "index argument `k`"),
+        (1, -2147483648, "index argument `k`"),
+        (1, i64::MIN, "index argument `k`"),
+    ] {
+        let err = run_fresh(&proc, &mut args(n, k)).unwrap_err();
+        assert!(err.message.contains(what), "{n} {k}: {err}");
+    }
+
+    // A control config field holds only entry-range values.
+    let cfg = cfg();
+    let mut p = ProcBuilder::new("h", &mem);
+    let k = p.stride_arg("k");
+    p.body().write_config(&cfg, 1, &k * 2);
+    let h = p.finish();
+    run_fresh(&h, &mut [ArgValue::Int(1073741823)]).unwrap();
+    let err = run_fresh(&h, &mut [ArgValue::Int(1073741824)]).unwrap_err();
+    assert!(err.message.contains("Cfg.step"), "{err}");
+
+    // Extents of buffer arguments and strides of window arguments lie in the entry range (an
+    // empty buffer of shape [0, 2^31 - 1, 2] has stride 2^32 - 2 in dimension 0).
+    let mut p = ProcBuilder::new("w", &mem);
+    let k = p.index("k");
+    let m = p.size("m");
+    let w = p.window("w", DType::U8, vec![k.clone(), m.clone(), Expr::int(2)]);
+    p.body().pass();
+    let _ = w;
+    let wp = p.finish();
+    let mut a = vec![
+        ArgValue::Int(0),
+        ArgValue::Int(2147483647),
+        ArgValue::Buf(Buffer::new_uninit(DType::U8, vec![0, 2147483647, 2])),
+    ];
+    let err = run_fresh(&wp, &mut a).unwrap_err();
+    assert!(err.message.contains("has stride 4294967294"), "{err}");
+    let mut p = ProcBuilder::new("e", &mem);
+    let k = p.index("k");
+    let m = p.size("m");
+    let x = p.tensor("x", DType::U8, vec![k.clone(), &m + 1]);
+    p.body().pass();
+    let _ = x;
+    let ep = p.finish();
+    let mut a = vec![
+        ArgValue::Int(0),
+        ArgValue::Int(2147483647),
+        ArgValue::Buf(Buffer::new_uninit(DType::U8, vec![0, 2147483648])),
+    ];
+    let err = run_fresh(&ep, &mut a).unwrap_err();
+    assert!(err.message.contains("has extent 2147483648"), "{err}");
+}

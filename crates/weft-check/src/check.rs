@@ -124,7 +124,7 @@ impl Checker {
             groups: 0,
             control_only,
             config_reads: HashMap::new(),
-            freed: HashSet::new(),
+            freed: HashMap::new(),
             depth: 0,
             in_instr: p.is_instr(),
         };
@@ -322,7 +322,8 @@ struct Walk<'c> {
     control_only: bool,
     /// Reads per config field, to name their unknowns apart.
     config_reads: HashMap<String, usize>,
-    freed: HashSet<Sym>,
+    /// Freed allocations, with the place of their `free`.
+    freed: HashMap<Sym, Span>,
     depth: usize,
     in_instr: bool,
 }
@@ -614,12 +615,20 @@ impl Walk<'_> {
     fn buffer(&mut self, sym: &Sym, span: Span) -> Option<Rc<BufInfo>> {
         match self.scope.get(sym) {
             Some(Info::Buf(b)) => {
-                if self.freed.contains(sym) {
-                    self.err(
+                // A window is freed with the allocation it views.
+                if let Some(at) = self.freed.get(&b.root) {
+                    let through = if b.root == *sym {
+                        String::new()
+                    } else {
+                        format!(", a view of `{}`,", b.root)
+                    };
+                    let d = Diagnostic::new(
                         "use-after-free",
                         span,
-                        format!("`{sym}` is used after `free`"),
-                    );
+                        format!("`{sym}`{through} is used after `{}` was freed", b.root),
+                    )
+                    .with_label(*at, format!("`{}` is freed here", b.root));
+                    self.diags.push(d);
                     return None;
                 }
                 Some(b.clone())
@@ -1552,9 +1561,23 @@ impl Walk<'_> {
                 self.bind(buf, Info::Buf(Rc::new(info)), s.span);
             }
             StmtKind::Free { buf } => {
+                if let Some(first) = self.freed.get(buf) {
+                    let d = Diagnostic::new("free", s.span, format!("`{buf}` is freed twice"))
+                        .with_label(*first, "first freed here");
+                    self.diags.push(d);
+                    return;
+                }
                 let Some(b) = self.buffer(buf, s.span) else {
                     return;
                 };
+                if b.alloc_depth.is_none() {
+                    self.err(
+                        "free",
+                        s.span,
+                        format!("`{buf}` is not an allocation: only `alloc`ed buffers are freed"),
+                    );
+                    return;
+                }
                 if b.alloc_depth != Some(self.depth) {
                     self.err(
                         "free",
@@ -1563,7 +1586,7 @@ impl Walk<'_> {
                     );
                     return;
                 }
-                self.freed.insert(buf.clone());
+                self.freed.insert(buf.clone(), s.span);
             }
             StmtKind::Window { name, rhs } => {
                 if let Some(info) = self.window(rhs) {

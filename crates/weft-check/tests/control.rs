@@ -2,16 +2,10 @@
 //! 64 bits under the argument ranges (rule `overflow`), and values entering a proc or a control
 //! config field lie in ±(2^31 - 1) (rule `range`). Programs are written as text.
 
-use weft_check::check_module;
-use weft_ir::Diagnostic;
+mod common;
 
-/// Parse `text` and check it: `Ok` when accepted, the diagnostics otherwise.
-fn check(text: &str) -> Result<(), Vec<Diagnostic>> {
-    let mut sources = weft_syntax::SourceMap::new();
-    let m = weft_syntax::parse_module(&mut sources, "t.weft", text)
-        .unwrap_or_else(|d| panic!("does not parse: {d:?}"));
-    check_module(&m).map(|_| ())
-}
+use common::{check, note};
+use weft_ir::Diagnostic;
 
 /// The single diagnostic of a rejected program, which must be of `rule`.
 fn rejected(text: &str, rule: &str) -> Diagnostic {
@@ -19,10 +13,6 @@ fn rejected(text: &str, rule: &str) -> Diagnostic {
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0].rule, rule, "{:?}", d[0]);
     d[0].clone()
-}
-
-fn note(d: &Diagnostic) -> String {
-    d.notes.join(" ")
 }
 
 #[test]

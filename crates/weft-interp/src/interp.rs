@@ -168,9 +168,16 @@ impl<'c> Machine<'c> {
 
     // ----- environment -----
 
+    /// The view `buf` names; using a view of a freed allocation (the allocation itself or any
+    /// window of it) is an error.
     fn lookup_view<'e>(&self, env: &'e Env, buf: &Sym, span: Span) -> R<&'e View> {
         match env.get(buf) {
-            Some(Binding::Buf { view, .. }) => Ok(view),
+            Some(Binding::Buf { view, .. }) => match self.store.get(view.storage) {
+                Some(Storage { cells: None, name }) => {
+                    fail(format!("`{buf}` is used after `{name}` was freed"), span)
+                }
+                _ => Ok(view),
+            },
             Some(Binding::Ctrl(_)) => {
                 fail(format!("`{buf}` is a control value, not a buffer"), span)
             }

@@ -712,3 +712,60 @@ fn control_values_entering_a_proc_are_range_checked() {
     let err = run_fresh(&ep, &mut a).unwrap_err();
     assert!(err.message.contains("has extent 2147483648"), "{err}");
 }
+
+/// A window of a freed allocation is freed with it: reading, writing, taking its stride or a
+/// window of it, or passing it to a callee is an error.
+#[test]
+fn use_through_a_window_after_free_is_an_error() {
+    let mem = dram();
+    let mut callee = ProcBuilder::new("g", &mem);
+    let v = callee.window("v", DType::F32, vec![Expr::int(2)]);
+    callee
+        .body()
+        .assign(&v, vec![Expr::int(0)], Expr::float(1.0));
+    let g = callee.finish();
+    type Use = fn(
+        &mut weft_ir::build::BlockBuilder,
+        &weft_ir::build::Buf,
+        &weft_ir::build::Buf,
+        &Arc<Proc>,
+    );
+    let uses: [(&str, Use); 5] = [
+        ("read", |b, y, w, _| {
+            b.assign(y, vec![Expr::int(0)], w.at(vec![Expr::int(0)]));
+        }),
+        ("write", |b, _, w, _| {
+            b.assign(w, vec![Expr::int(1)], Expr::float(2.0));
+        }),
+        ("stride", |b, y, w, _| {
+            b.assign(y, vec![Expr::int(0)], Expr::cast(DType::F32, w.stride(0)));
+        }),
+        ("window", |b, _, w, _| {
+            b.window("v", w, vec![WinCoord::Interval(Expr::int(0), Expr::int(1))]);
+        }),
+        ("call", |b, _, w, g| {
+            b.call(g, vec![w.all()]);
+        }),
+    ];
+    for (what, use_) in uses {
+        let mut p = ProcBuilder::new("uaf", &mem);
+        let y = p.tensor("y", DType::F32, vec![Expr::int(2)]);
+        let body = p.body();
+        let t = body.alloc("t", DType::F32, vec![Expr::int(4)], &mem);
+        let w = body.window(
+            "w",
+            &t,
+            vec![WinCoord::Interval(Expr::int(1), Expr::int(3))],
+        );
+        body.assign(&w, vec![Expr::int(0)], Expr::float(1.0));
+        body.free(&t);
+        use_(body, &y, &w, &g);
+        let proc = p.finish();
+        let mut args = vec![ArgValue::Buf(Buffer::from_f32(vec![2], &[0.0, 0.0]))];
+        let err = run_fresh(&proc, &mut args).unwrap_err();
+        assert!(
+            err.message.contains("`w` is used after `t` was freed"),
+            "{what}: {err}"
+        );
+    }
+}

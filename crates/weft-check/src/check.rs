@@ -128,7 +128,11 @@ impl Checker {
             depth: 0,
             in_instr: p.is_instr(),
         };
-        w.proc(p);
+        // The walk recurses over expressions and blocks: deeper input is rejected before it.
+        match weft_ir::limits::check_depth(p) {
+            Ok(()) => w.proc(p),
+            Err(d) => w.diags.push(d),
+        }
         w.flush();
         w.diags
     }
@@ -144,6 +148,12 @@ impl Checker {
             root.insert(a.sym.clone(), i);
         }
         let mut out = ParamUses::default();
+        if weft_ir::limits::check_depth(p).is_err() {
+            // Too deep to walk (and rejected where it is checked): assume every use.
+            out.written = (0..p.args.len()).collect();
+            out.strides_read = out.written.clone();
+            return Rc::new(out);
+        }
         for pred in &p.preds {
             Self::strides_read_in(pred, &root, &mut out);
         }

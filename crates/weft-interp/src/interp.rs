@@ -156,6 +156,8 @@ fn ctrl_binary(op: BinOp, a: Ctrl, b: Ctrl) -> Result<Ctrl, String> {
 pub(crate) struct Machine<'c> {
     store: Vec<Storage>,
     configs: &'c mut ConfigState,
+    /// Procs found within the depth limits (by address), each checked once per run.
+    shallow: std::collections::HashSet<usize>,
 }
 
 impl<'c> Machine<'c> {
@@ -163,6 +165,7 @@ impl<'c> Machine<'c> {
         Machine {
             store: Vec::new(),
             configs,
+            shallow: Default::default(),
         }
     }
 
@@ -801,6 +804,10 @@ impl<'c> Machine<'c> {
     /// the body in a fresh local environment. `entry`: the call comes from outside (`run`).
     fn invoke(&mut self, proc: &Proc, actuals: Vec<Actual>, span: Span, entry: bool) -> R<()> {
         let name = &proc.name;
+        // The evaluator recurses over expressions and blocks: unchecked input may be too deep.
+        if self.shallow.insert(proc as *const Proc as usize) {
+            weft_ir::limits::check_depth(proc).map_err(|d| InterpError::new(d.message, d.span))?;
+        }
         if actuals.len() != proc.args.len() {
             return fail(
                 format!(

@@ -73,6 +73,35 @@ pub struct StmtNode {
     pub span: Span,
 }
 
+/// Dropping deeply nested statements must not overflow the stack (a builder can nest any
+/// depth): the nested blocks this node owns alone are dropped from a work list.
+impl Drop for StmtNode {
+    fn drop(&mut self) {
+        let mut work = Vec::new();
+        take_blocks(&mut self.kind, &mut work);
+        while let Some(s) = work.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(s.0) {
+                take_blocks(&mut node.kind, &mut work);
+            }
+        }
+    }
+}
+
+fn take_blocks(kind: &mut StmtKind, out: &mut Vec<Stmt>) {
+    match kind {
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => {
+            out.append(then_body);
+            out.append(else_body);
+        }
+        StmtKind::For { body, .. } => out.append(body),
+        _ => {}
+    }
+}
+
 /// An immutable, shared statement node.
 #[derive(Clone, PartialEq)]
 pub struct Stmt(Arc<StmtNode>);

@@ -199,6 +199,10 @@ fn written_memo(
 /// have passed the checker; anything the backend cannot express is a `codegen` diagnostic.
 pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
     let deps = Deps::of_all(procs);
+    // Emission recurses over expressions and blocks: unchecked input may be too deep for it.
+    for p in &deps.procs {
+        weft_ir::limits::check_depth(p)?;
+    }
     let mut unit = UnitCx::default();
     let mut names = names::UniqueNames::default();
 

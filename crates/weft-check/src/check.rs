@@ -1,6 +1,7 @@
 //! The checking walk: one pass over a proc that types every expression and, where the types
 //! allow, discharges the safety obligations of each statement with the solver.
 
+use crate::intervals::{self, Interval, VarRanges};
 use crate::smt::{CachingSolver, Solver, Term, Validity, Var, Z3Solver};
 use crate::terms::{self, sym_var, to_term, TermEnv, TermError};
 use std::collections::{HashMap, HashSet};
@@ -64,7 +65,7 @@ enum Info {
 /// Checks procs, sharing one solver and its answer cache across them.
 pub struct Checker {
     solver: CachingSolver<Z3Solver>,
-    written: HashMap<usize, Rc<HashSet<usize>>>,
+    uses: HashMap<usize, Rc<ParamUses>>,
     procs: usize,
     next_unknown: u64,
 }
@@ -79,7 +80,7 @@ impl Checker {
     pub fn new() -> Checker {
         Checker {
             solver: CachingSolver::new(Z3Solver::new()),
-            written: HashMap::new(),
+            uses: HashMap::new(),
             procs: 0,
             next_unknown: 1 << 62,
         }
@@ -96,6 +97,21 @@ impl Checker {
 
     /// Check one proc (not its callees); returns every diagnostic found.
     pub fn check_proc(&mut self, p: &Proc) -> Vec<Diagnostic> {
+        self.walk(p, false)
+    }
+
+    /// The control rules alone, for procs that scheduling rewrites build from checked ones: every
+    /// control value and intermediate fits in 64 bits (rule `overflow`), control values passed to
+    /// callees and written to control config fields lie in ±(2^31 - 1) (rule `range`), and no loop
+    /// has a negative extent (rule `extent`), each proved under the argument ranges and what is
+    /// known at its place (preconditions, loop ranges, guards). The other obligations (bounds,
+    /// preconditions of calls, aliasing, ...) are not sent to the solver; type and scope errors
+    /// are still reported. Returns every diagnostic found.
+    pub fn check_control(&mut self, p: &Proc) -> Vec<Diagnostic> {
+        self.walk(p, true)
+    }
+
+    fn walk(&mut self, p: &Proc, control_only: bool) -> Vec<Diagnostic> {
         self.procs += 1;
         let mut w = Walk {
             ck: self,
@@ -103,37 +119,69 @@ impl Checker {
             scope: HashMap::new(),
             bound: Vec::new(),
             facts: Vec::new(),
-            freed: HashSet::new(),
+            ranges: VarRanges::new(),
+            pending: Vec::new(),
+            groups: 0,
+            control_only,
+            config_reads: HashMap::new(),
+            freed: HashMap::new(),
             depth: 0,
             in_instr: p.is_instr(),
         };
-        w.proc(p);
+        // The walk recurses over expressions and blocks: deeper input is rejected before it.
+        match weft_ir::limits::check_depth(p) {
+            Ok(()) => w.proc(p),
+            Err(d) => w.diags.push(d),
+        }
+        w.flush();
         w.diags
     }
 
-    /// The indices of `p`'s buffer parameters that `p` may write, through calls too.
-    fn written_params(&mut self, p: &Arc<Proc>) -> Rc<HashSet<usize>> {
+    /// What `p` does with its buffer parameters (by index), through windows and calls too.
+    fn param_uses(&mut self, p: &Arc<Proc>) -> Rc<ParamUses> {
         let key = Arc::as_ptr(p) as usize;
-        if let Some(w) = self.written.get(&key) {
+        if let Some(w) = self.uses.get(&key) {
             return w.clone();
         }
         let mut root: HashMap<Sym, usize> = HashMap::new();
         for (i, a) in p.args.iter().enumerate() {
             root.insert(a.sym.clone(), i);
         }
-        let mut out = HashSet::new();
-        self.written_in(&p.body, &mut root, &mut out);
+        let mut out = ParamUses::default();
+        if weft_ir::limits::check_depth(p).is_err() {
+            // Too deep to walk (and rejected where it is checked): assume every use.
+            out.written = (0..p.args.len()).collect();
+            out.strides_read = out.written.clone();
+            return Rc::new(out);
+        }
+        for pred in &p.preds {
+            Self::strides_read_in(pred, &root, &mut out);
+        }
+        self.uses_in(&p.body, &mut root, &mut out);
         let out = Rc::new(out);
-        self.written.insert(key, out.clone());
+        self.uses.insert(key, out.clone());
         out
     }
 
-    fn written_in(&mut self, b: &Block, root: &mut HashMap<Sym, usize>, out: &mut HashSet<usize>) {
+    fn strides_read_in(e: &Expr, root: &HashMap<Sym, usize>, out: &mut ParamUses) {
+        weft_ir::visit::walk_expr(e, &mut |x| {
+            if let ExprKind::Stride { buf, .. } = &x.kind {
+                if let Some(i) = root.get(buf) {
+                    out.strides_read.insert(*i);
+                }
+            }
+        });
+    }
+
+    fn uses_in(&mut self, b: &Block, root: &mut HashMap<Sym, usize>, out: &mut ParamUses) {
         for s in b {
+            for e in weft_ir::visit::stmt_exprs(s) {
+                Self::strides_read_in(e, root, out);
+            }
             match &s.kind {
                 StmtKind::Assign { buf, .. } | StmtKind::Reduce { buf, .. } => {
                     if let Some(i) = root.get(buf) {
-                        out.insert(*i);
+                        out.written.insert(*i);
                     }
                 }
                 StmtKind::Window { name, rhs } => {
@@ -144,12 +192,15 @@ impl Checker {
                     }
                 }
                 StmtKind::Call { proc, args } => {
-                    let w = self.written_params(proc);
+                    let callee = self.param_uses(proc);
                     for (k, a) in args.iter().enumerate() {
                         if let ExprKind::Window { buf, .. } = &a.kind {
-                            if w.contains(&k) {
-                                if let Some(i) = root.get(buf) {
-                                    out.insert(*i);
+                            if let Some(i) = root.get(buf) {
+                                if callee.written.contains(&k) {
+                                    out.written.insert(*i);
+                                }
+                                if callee.strides_read.contains(&k) {
+                                    out.strides_read.insert(*i);
                                 }
                             }
                         }
@@ -160,14 +211,23 @@ impl Checker {
                     else_body,
                     ..
                 } => {
-                    self.written_in(then_body, root, out);
-                    self.written_in(else_body, root, out);
+                    self.uses_in(then_body, root, out);
+                    self.uses_in(else_body, root, out);
                 }
-                StmtKind::For { body, .. } => self.written_in(body, root, out),
+                StmtKind::For { body, .. } => self.uses_in(body, root, out),
                 _ => {}
             }
         }
     }
+}
+
+/// What a proc does with its buffer parameters, by parameter index.
+#[derive(Default)]
+struct ParamUses {
+    /// Parameters it may write.
+    written: HashSet<usize>,
+    /// Parameters whose strides it reads as control values (`stride(w, d)`).
+    strides_read: HashSet<usize>,
 }
 
 /// Check a whole module: names are unique, and every proc is well formed and safe.
@@ -207,12 +267,21 @@ pub fn check_module(m: &Module) -> Result<CheckStats, Vec<Diagnostic>> {
 
 /// Check one proc on its own (its callees are assumed checked).
 pub fn check_proc(p: &Proc) -> Result<(), Vec<Diagnostic>> {
-    let d = Checker::new().check_proc(p);
+    none_or_all(Checker::new().check_proc(p))
+}
+
+fn none_or_all(d: Vec<Diagnostic>) -> Result<(), Vec<Diagnostic>> {
     if d.is_empty() {
         Ok(())
     } else {
         Err(d)
     }
+}
+
+/// The control rules of one proc ([`Checker::check_control`]): what a scheduling rewrite must
+/// preserve of the control-arithmetic and extent rules, with a counterexample on failure.
+pub fn check_control(p: &Proc) -> Result<(), Vec<Diagnostic>> {
+    none_or_all(Checker::new().check_control(p))
 }
 
 /// Check procs and everything they call, each proc once.
@@ -230,15 +299,41 @@ pub fn check_procs(roots: &[Arc<Proc>]) -> Result<CheckStats, Vec<Diagnostic>> {
     }
 }
 
+/// A proof obligation of the current facts.
+struct Obligation {
+    goal: Term,
+    rule: &'static str,
+    span: Span,
+    msg: String,
+    /// Terms whose values a counterexample shows.
+    show: Vec<(String, Term)>,
+    group: usize,
+}
+
+/// The rules [`Checker::check_control`] proves.
+const CONTROL_RULES: [&str; 3] = ["overflow", "range", "extent"];
+
 struct Walk<'c> {
     ck: &'c mut Checker,
     diags: Vec<Diagnostic>,
     scope: HashMap<Sym, Info>,
     /// Symbols bound, in order, so blocks can unbind theirs.
     bound: Vec<Sym>,
-    /// What is known at the current point: preconditions, loop ranges, branch conditions.
+    /// What is known at the current point: argument ranges, preconditions, loop ranges, branch
+    /// conditions. Pending obligations are flushed before it changes.
     facts: Vec<Term>,
-    freed: HashSet<Sym>,
+    /// Interval bounds of the control variables, which settle easy obligations without the solver.
+    ranges: VarRanges,
+    /// Obligations of the current facts, proved together (see [`Walk::flush`]).
+    pending: Vec<Obligation>,
+    /// Numbers obligation groups: of a failing group only the first failure is reported.
+    groups: usize,
+    /// Only the control rules (see [`Checker::check_control`]).
+    control_only: bool,
+    /// Reads per config field, to name their unknowns apart.
+    config_reads: HashMap<String, usize>,
+    /// Freed allocations, with the place of their `free`.
+    freed: HashMap<Sym, Span>,
     depth: usize,
     in_instr: bool,
 }
@@ -258,20 +353,42 @@ impl TermEnv for Walk<'_> {
         }
     }
     fn config(&mut self, config: &Config, field: usize) -> Term {
-        unknown_config(&mut self.ck.next_unknown, config, field)
+        let t = unknown_config(
+            &mut self.ck.next_unknown,
+            &mut self.config_reads,
+            config,
+            field,
+        );
+        // A control config field holds a value in the entry range: every write proves it.
+        if let Term::IntVar(v) = &t {
+            self.ranges.insert(v.id, Interval::ENTRY);
+            self.facts
+                .push(intervals::in_interval(&t, &Interval::ENTRY));
+        }
+        t
     }
 }
 
-fn unknown_config(counter: &mut u64, config: &Config, field: usize) -> Term {
+/// A fresh unknown for a config read. Reads of one field are told apart in counterexamples:
+/// `C.k`, `C.k#2`, ... (each read may see another value).
+fn unknown_config(
+    counter: &mut u64,
+    reads: &mut HashMap<String, usize>,
+    config: &Config,
+    field: usize,
+) -> Term {
     *counter += 1;
     let f = config.fields.get(field);
+    let name = format!(
+        "{}.{}",
+        config.name,
+        f.map(|f| f.name.as_str()).unwrap_or("?")
+    );
+    let k = reads.entry(name.clone()).or_insert(0);
+    *k += 1;
     let v = Var {
         id: *counter,
-        name: format!(
-            "{}.{}",
-            config.name,
-            f.map(|f| f.name.as_str()).unwrap_or("?")
-        ),
+        name: if *k == 1 { name } else { format!("{name}#{k}") },
     };
     if f.map(|f| f.ty.ty()) == Some(Ty::Bool) {
         Term::BoolVar(v)
@@ -281,13 +398,18 @@ fn unknown_config(counter: &mut u64, config: &Config, field: usize) -> Term {
 }
 
 /// A callee's parameters, substituted by a call's arguments.
-struct CalleeEnv<'a> {
+struct CalleeEnv {
     ctrl: HashMap<Sym, Term>,
     bufs: HashMap<Sym, Rc<BufInfo>>,
-    counter: &'a mut u64,
+    /// Numbers the unknown config reads (taken from and given back to the checker's counter).
+    counter: u64,
+    /// Reads per config field (taken from and given back to the walk's).
+    reads: HashMap<String, usize>,
+    /// The ranges of the config fields read, as facts.
+    facts: Vec<Term>,
 }
 
-impl TermEnv for CalleeEnv<'_> {
+impl TermEnv for CalleeEnv {
     fn var(&self, sym: &Sym) -> Option<Term> {
         self.ctrl.get(sym).cloned()
     }
@@ -295,7 +417,12 @@ impl TermEnv for CalleeEnv<'_> {
         self.bufs.get(buf)?.strides.get(dim).cloned()
     }
     fn config(&mut self, config: &Config, field: usize) -> Term {
-        unknown_config(self.counter, config, field)
+        let t = unknown_config(&mut self.counter, &mut self.reads, config, field);
+        if let Term::IntVar(_) = &t {
+            self.facts
+                .push(intervals::in_interval(&t, &Interval::ENTRY));
+        }
+        t
     }
 }
 
@@ -322,6 +449,8 @@ impl Walk<'_> {
     }
 
     /// Prove `goal` from the current facts; report a diagnostic with a counterexample if not.
+    /// The proof is deferred to the next [`Walk::flush`], which proves the obligations of one
+    /// context together.
     fn require(
         &mut self,
         goal: Term,
@@ -329,6 +458,74 @@ impl Walk<'_> {
         span: Span,
         msg: String,
         show: &[(&str, &Term)],
+    ) {
+        let group = self.new_group();
+        self.add(Obligation {
+            goal,
+            rule,
+            span,
+            msg,
+            show: show
+                .iter()
+                .map(|(l, t)| (l.to_string(), (*t).clone()))
+                .collect(),
+            group,
+        });
+    }
+
+    fn new_group(&mut self) -> usize {
+        self.groups += 1;
+        self.groups
+    }
+
+    /// Queue an obligation for the next flush, unless intervals already prove it.
+    fn add(&mut self, o: Obligation) {
+        if self.control_only && !CONTROL_RULES.contains(&o.rule) {
+            return;
+        }
+        if intervals::truth(&o.goal, &self.ranges) == Some(true) {
+            return;
+        }
+        self.pending.push(o);
+    }
+
+    /// Prove the pending obligations. One query for all of them is the common case (they hold);
+    /// when it fails, each is proved on its own to find the failures and their counterexamples.
+    fn flush(&mut self) {
+        let obs = std::mem::take(&mut self.pending);
+        if obs.len() > 1 {
+            let all = Term::And(obs.iter().map(|o| o.goal.clone()).collect());
+            if self.ck.solver.check_valid(&self.facts, &all) == Validity::Valid {
+                return;
+            }
+        }
+        let mut failed = HashSet::new();
+        for o in obs {
+            if !failed.contains(&o.group) && !self.prove(o.goal, o.rule, o.span, o.msg, &o.show) {
+                failed.insert(o.group);
+            }
+        }
+    }
+
+    /// Assume `fact` from here on (until [`Walk::forget_to`]).
+    fn assume(&mut self, fact: Term) {
+        self.flush();
+        self.facts.push(fact);
+    }
+
+    /// Drop the facts after the first `n`.
+    fn forget_to(&mut self, n: usize) {
+        self.flush();
+        self.facts.truncate(n);
+    }
+
+    fn prove(
+        &mut self,
+        goal: Term,
+        rule: &'static str,
+        span: Span,
+        msg: String,
+        show: &[(String, Term)],
     ) -> bool {
         match self.ck.solver.check_valid(&self.facts, &goal) {
             Validity::Valid => true,
@@ -339,7 +536,7 @@ impl Walk<'_> {
                     .map(|(v, x)| format!("{} = {}", v.name, x))
                     .collect();
                 for (label, t) in show {
-                    if let Some(x) = terms::eval(t, &vals) {
+                    if let Some(x) = terms::eval_wide(t, &vals) {
                         parts.push(format!("{label} = {x}"));
                     }
                 }
@@ -360,6 +557,47 @@ impl Walk<'_> {
                 false
             }
         }
+    }
+
+    /// The control-arithmetic rule for the control expression `e` (translated to `t`): every
+    /// intermediate the program computes lies in the 64-bit range. Intervals place almost all of
+    /// them; the rest go to the solver, and of one expression only the first failure is reported.
+    fn fits(&mut self, e: &Expr, t: &Term) {
+        let mut unplaced = Vec::new();
+        intervals::interval(t, &self.ranges, &mut unplaced);
+        if unplaced.is_empty() {
+            return;
+        }
+        let group = self.new_group();
+        let text = expr_to_string(e);
+        for u in unplaced {
+            self.add(Obligation {
+                goal: intervals::in_interval(&u, &Interval::I64),
+                rule: "overflow",
+                span: e.span,
+                msg: format!(
+                    "control arithmetic may overflow 64 bits: `{u}` in `{text}` must lie in -2^63..2^63 - 1"
+                ),
+                show: vec![("value".to_string(), u)],
+                group,
+            });
+        }
+    }
+
+    /// A control value crossing into a callee or a config field must lie in `range` (rule
+    /// `range`): what the receiving side assumes.
+    fn require_range(&mut self, t: &Term, range: Interval, span: Span, what: String) {
+        let msg = format!(
+            "{what} may lie outside {}..={} (control values entering a proc or a config field lie in ±(2^31 - 1))",
+            range.lo, range.hi
+        );
+        self.require(
+            intervals::in_interval(t, &range),
+            "range",
+            span,
+            msg,
+            &[("value", t)],
+        );
     }
 
     fn bind(&mut self, sym: &Sym, info: Info, span: Span) {
@@ -387,12 +625,20 @@ impl Walk<'_> {
     fn buffer(&mut self, sym: &Sym, span: Span) -> Option<Rc<BufInfo>> {
         match self.scope.get(sym) {
             Some(Info::Buf(b)) => {
-                if self.freed.contains(sym) {
-                    self.err(
+                // A window is freed with the allocation it views.
+                if let Some(at) = self.freed.get(&b.root) {
+                    let through = if b.root == *sym {
+                        String::new()
+                    } else {
+                        format!(", a view of `{}`,", b.root)
+                    };
+                    let d = Diagnostic::new(
                         "use-after-free",
                         span,
-                        format!("`{sym}` is used after `free`"),
-                    );
+                        format!("`{sym}`{through} is used after `{}` was freed", b.root),
+                    )
+                    .with_label(*at, format!("`{}` is freed here", b.root));
+                    self.diags.push(d);
                     return None;
                 }
                 Some(b.clone())
@@ -561,7 +807,13 @@ impl Walk<'_> {
                 }
             }
             ExprKind::Select(c, a, b) => {
-                let tc = self.type_of(c);
+                let tc = if c.ty == Ty::Bool && !e.ty.is_control() {
+                    // A control condition of a data `select` is control arithmetic too.
+                    self.expect_ctrl(c, Ty::Bool, "a `select` condition")
+                        .map(|_| Ty::Bool)
+                } else {
+                    self.type_of(c)
+                };
                 let ta = self.type_of(a);
                 let tb = self.type_of(b);
                 let (tc, ta, tb) = (tc?, ta?, tb?);
@@ -592,7 +844,12 @@ impl Walk<'_> {
                 ta
             }
             ExprKind::Cast(to, a) => {
-                let t = self.type_of(a)?;
+                let t = if a.ty.is_control() {
+                    // The operand is computed with control arithmetic before the conversion.
+                    self.expect_ctrl(a, a.ty, "a cast operand").map(|_| a.ty)?
+                } else {
+                    self.type_of(a)?
+                };
                 if matches!(t, Ty::Buffer(_)) {
                     self.err("type", e.span, "a buffer cannot be cast");
                     return None;
@@ -702,7 +959,10 @@ impl Walk<'_> {
             return None;
         }
         match to_term(e, self) {
-            Ok(t) => Some(t),
+            Ok(t) => {
+                self.fits(e, &t);
+                Some(t)
+            }
             Err(TermError::NotQuasiAffine(sub)) => {
                 self.err(
                     "quasi-affine",
@@ -966,11 +1226,12 @@ impl Walk<'_> {
             );
             return;
         }
-        let mut counter = self.ck.next_unknown;
         let mut env = CalleeEnv {
             ctrl: HashMap::new(),
             bufs: HashMap::new(),
-            counter: &mut counter,
+            counter: 0,
+            reads: HashMap::new(),
+            facts: Vec::new(),
         };
         let mut ok = true;
         let mut buf_args: Vec<(usize, Rc<BufInfo>)> = Vec::new();
@@ -981,6 +1242,9 @@ impl Walk<'_> {
                     let what = format!("argument `{pname}` of `{}`", callee.name);
                     match self.expect_ctrl(arg, c.ty(), &what) {
                         Some(t) => {
+                            if c.ty() == Ty::Int {
+                                self.require_range(&t, Interval::ENTRY, arg.span.to(span), what);
+                            }
                             if *c == CtrlType::Size {
                                 let msg = format!(
                                     "size argument `{pname}` of `{}` may not be positive: `{}`",
@@ -1039,15 +1303,39 @@ impl Walk<'_> {
                         ok = false;
                         continue;
                     }
+                    // The callee assumes its window parameters' strides lie in the entry
+                    // range where it reads them as control values.
+                    for (d, ext) in info.shape.iter().enumerate() {
+                        if let Some(ext) = ext {
+                            let what = format!(
+                                "extent {d} of argument `{}` of `{}`",
+                                expr_to_string(arg),
+                                callee.name
+                            );
+                            self.require_range(ext, Interval::ENTRY, arg.span.to(span), what);
+                        }
+                    }
+                    if bt.window && self.ck.param_uses(callee).strides_read.contains(&k) {
+                        for (d, st) in info.strides.iter().enumerate() {
+                            let what = format!(
+                                "stride {d} of argument `{}` of `{}`",
+                                expr_to_string(arg),
+                                callee.name
+                            );
+                            self.require_range(st, Interval::ENTRY, arg.span.to(span), what);
+                        }
+                    }
                     env.bufs.insert(param.sym.clone(), info.clone());
                     buf_args.push((k, info));
                 }
             }
         }
         if !ok {
-            self.ck.next_unknown = counter;
             return;
         }
+        // The arguments' own config reads are numbered by now: the callee's come after them.
+        env.counter = self.ck.next_unknown;
+        env.reads = std::mem::take(&mut self.config_reads);
         // Shapes of buffer arguments must equal the parameters' declared shapes.
         let mut obligations: Vec<(Term, &'static str, Span, String)> = Vec::new();
         for (k, info) in &buf_args {
@@ -1085,12 +1373,14 @@ impl Walk<'_> {
                 ));
             }
         }
-        self.ck.next_unknown = counter;
+        self.ck.next_unknown = env.counter;
+        self.config_reads = std::mem::take(&mut env.reads);
+        self.facts.append(&mut env.facts);
         for (goal, rule, sp, msg) in obligations {
             self.require(goal, rule, sp, msg, &[]);
         }
         // Overlapping views of one buffer may not be passed where the callee writes one of them.
-        let written = self.ck.written_params(callee);
+        let written = &self.ck.param_uses(callee).written;
         for (i, (ki, a)) in buf_args.iter().enumerate() {
             for (kj, b) in &buf_args[i + 1..] {
                 if a.root != b.root || !(written.contains(ki) || written.contains(kj)) {
@@ -1189,7 +1479,11 @@ impl Walk<'_> {
                 };
                 let want = f.ty.ty();
                 if want.is_control() {
-                    self.expect_ctrl(rhs, want, "a control config field's value");
+                    let t = self.expect_ctrl(rhs, want, "a control config field's value");
+                    if let (Some(t), Ty::Int) = (t, want) {
+                        let what = format!("the value written to `{}.{}`", config.name, f.name);
+                        self.require_range(&t, Interval::ENTRY, s.span, what);
+                    }
                 } else if let Some(t) = self.type_of(rhs) {
                     if t != want {
                         self.err(
@@ -1208,33 +1502,58 @@ impl Walk<'_> {
                 let c = self.expect_ctrl(cond, Ty::Bool, "an `if` condition");
                 let n = self.facts.len();
                 if let Some(c) = &c {
-                    self.facts.push(c.clone());
+                    self.assume(c.clone());
                 }
                 self.block(then_body);
-                self.facts.truncate(n);
+                self.forget_to(n);
                 if let Some(c) = c {
-                    self.facts.push(Term::not(c));
+                    self.assume(Term::not(c));
                 }
                 self.block(else_body);
-                self.facts.truncate(n);
+                self.forget_to(n);
             }
             StmtKind::For {
                 var, lo, hi, body, ..
             } => {
                 let l = self.expect_ctrl(lo, Ty::Int, "a loop bound");
                 let h = self.expect_ctrl(hi, Ty::Int, "a loop bound");
+                // A negative extent is an error (DESIGN.md §2, as in Exo and Halide), not an empty
+                // loop: rewrites that compute bounds must not be able to hide a wrong one.
+                if let (Some(l), Some(h)) = (&l, &h) {
+                    let msg = format!(
+                        "loop `{var}` may have a negative extent: `{}` may exceed `{}`",
+                        expr_to_string(lo),
+                        expr_to_string(hi)
+                    );
+                    self.require(
+                        Term::le(l.clone(), h.clone()),
+                        "extent",
+                        s.span,
+                        msg,
+                        &[("low", l), ("high", h)],
+                    );
+                }
                 let mark = self.bound.len();
                 let n = self.facts.len();
                 self.bind(var, Info::Ctrl(CtrlType::Index), s.span);
                 let v = Term::IntVar(sym_var(var));
+                // The loop variable lies between the bounds, which lie in the 64-bit range.
+                let bound = |t: &Option<Term>, w: &Walk| {
+                    t.as_ref()
+                        .map(|t| intervals::interval(t, &w.ranges, &mut Vec::new()))
+                        .unwrap_or(Interval::I64)
+                };
+                let range = Interval::new(bound(&l, self).lo, bound(&h, self).hi - 1);
+                self.ranges
+                    .insert(sym_var(var).id, range.clamp(&Interval::I64));
                 if let Some(l) = l {
-                    self.facts.push(Term::le(l, v.clone()));
+                    self.assume(Term::le(l, v.clone()));
                 }
                 if let Some(h) = h {
-                    self.facts.push(Term::lt(v, h));
+                    self.assume(Term::lt(v, h));
                 }
                 self.block(body);
-                self.facts.truncate(n);
+                self.forget_to(n);
                 self.unbind_to(mark);
             }
             StmtKind::Alloc { buf, ty } => {
@@ -1280,9 +1599,23 @@ impl Walk<'_> {
                 self.bind(buf, Info::Buf(Rc::new(info)), s.span);
             }
             StmtKind::Free { buf } => {
+                if let Some(first) = self.freed.get(buf) {
+                    let d = Diagnostic::new("free", s.span, format!("`{buf}` is freed twice"))
+                        .with_label(*first, "first freed here");
+                    self.diags.push(d);
+                    return;
+                }
                 let Some(b) = self.buffer(buf, s.span) else {
                     return;
                 };
+                if b.alloc_depth.is_none() {
+                    self.err(
+                        "free",
+                        s.span,
+                        format!("`{buf}` is not an allocation: only `alloc`ed buffers are freed"),
+                    );
+                    return;
+                }
                 if b.alloc_depth != Some(self.depth) {
                     self.err(
                         "free",
@@ -1291,7 +1624,7 @@ impl Walk<'_> {
                     );
                     return;
                 }
-                self.freed.insert(buf.clone());
+                self.freed.insert(buf.clone(), s.span);
             }
             StmtKind::Window { name, rhs } => {
                 if let Some(info) = self.window(rhs) {
@@ -1307,14 +1640,20 @@ impl Walk<'_> {
     }
 
     fn proc(&mut self, p: &Proc) {
-        // Control arguments first: buffer shapes may name any of them.
+        // Control arguments first: buffer shapes may name any of them. Their ranges are the
+        // control-arithmetic rule's assumptions, which every caller and entry point ensures.
         for a in &p.args {
             if let ArgKind::Ctrl(c) = &a.kind {
                 self.bind(&a.sym, Info::Ctrl(*c), a.span);
-                if *c == CtrlType::Size {
-                    self.facts
-                        .push(Term::lt(Term::Int(0), Term::IntVar(sym_var(&a.sym))));
-                }
+                let range = match c {
+                    CtrlType::Bool => continue,
+                    CtrlType::Size => Interval::SIZE,
+                    CtrlType::Index | CtrlType::Stride => Interval::ENTRY,
+                };
+                let v = sym_var(&a.sym);
+                self.ranges.insert(v.id, range);
+                self.facts
+                    .push(intervals::in_interval(&Term::IntVar(v), &range));
             }
         }
         let mut shapes = Vec::new();
@@ -1328,10 +1667,15 @@ impl Walk<'_> {
                 let strides = if bt.window {
                     (0..shape.len())
                         .map(|d| {
-                            Term::IntVar(Var {
+                            let v = Var {
                                 id: a.sym.id() * 64 + d as u64 + (1 << 61),
                                 name: format!("stride({}, {d})", a.sym),
-                            })
+                            };
+                            self.ranges.insert(v.id, Interval::ENTRY);
+                            let t = Term::IntVar(v);
+                            self.facts
+                                .push(intervals::in_interval(&t, &Interval::ENTRY));
+                            t
                         })
                         .collect()
                 } else {
@@ -1356,9 +1700,16 @@ impl Walk<'_> {
                 self.bind(&a.sym, Info::Buf(Rc::new(info)), a.span);
             }
         }
+        // The extents of buffer arguments are data sizes entering the proc: they lie in the
+        // entry range too (once computed: their own arithmetic is proved to fit first).
+        for (_, shape) in &shapes {
+            for t in shape.iter().flatten() {
+                self.assume(Term::le(t.clone(), Term::Int(intervals::ENTRY_MAX)));
+            }
+        }
         for pred in &p.preds {
             if let Some(t) = self.expect_ctrl(pred, Ty::Bool, "a precondition") {
-                self.facts.push(t);
+                self.assume(t);
             }
         }
         for (a, shape) in shapes {

@@ -7,6 +7,12 @@
 //!   expression; literals fit their type.
 //! - **Quasi-affine control**: control arithmetic multiplies, divides and takes remainders by
 //!   constants only, so every obligation is linear integer arithmetic.
+//! - **Control arithmetic fits** ([`intervals`]): under the entry ranges (`size` arguments in
+//!   `[1, 2^31 - 1]`, other control integers entering a proc in ±(2^31 - 1)), every control value
+//!   and intermediate the program evaluates lies in the signed 64-bit range (rule `overflow`),
+//!   values passed to callees and written to control config fields stay in the entry ranges
+//!   (rule `range`), and every loop has `lo <= hi` (rule `extent`). [`check_control`] proves
+//!   these alone, for procs built by scheduling rewrites.
 //! - **Memory safety**: every read, write and window is in bounds, every allocation has a
 //!   positive size, and every call satisfies the callee's argument shapes and preconditions, for
 //!   *all* sizes satisfying the proc's preconditions. Obligations are decided by an SMT solver
@@ -17,7 +23,8 @@
 //!   one of them, so the C backend may mark buffer parameters `restrict`.
 
 mod check;
+pub mod intervals;
 pub mod smt;
 pub mod terms;
 
-pub use check::{check_module, check_proc, check_procs, CheckStats, Checker};
+pub use check::{check_control, check_module, check_proc, check_procs, CheckStats, Checker};

@@ -78,14 +78,24 @@ impl Term {
 
     /// Collect the variables of the term as terms (`IntVar` or `BoolVar`), each once.
     pub fn var_terms(&self, out: &mut Vec<Term>) {
-        match self {
-            Term::Int(_) | Term::Bool(_) => {}
-            Term::IntVar(_) | Term::BoolVar(_) => {
-                if !out.contains(self) {
-                    out.push(self.clone())
-                }
+        if let Term::IntVar(_) | Term::BoolVar(_) = self {
+            if !out.contains(self) {
+                out.push(self.clone())
             }
-            Term::Neg(a) | Term::Not(a) => a.var_terms(out),
+            return;
+        }
+        let mut kids = Vec::new();
+        self.children(&mut kids);
+        for k in kids {
+            k.var_terms(out);
+        }
+    }
+
+    /// The direct subterms, in order.
+    pub fn children<'a>(&'a self, out: &mut Vec<&'a Term>) {
+        match self {
+            Term::Int(_) | Term::Bool(_) | Term::IntVar(_) | Term::BoolVar(_) => {}
+            Term::Neg(a) | Term::Not(a) => out.push(a),
             Term::Add(a, b)
             | Term::Sub(a, b)
             | Term::Mul(a, b)
@@ -93,16 +103,9 @@ impl Term {
             | Term::Mod(a, b)
             | Term::Lt(a, b)
             | Term::Le(a, b)
-            | Term::Eq(a, b) => {
-                a.var_terms(out);
-                b.var_terms(out);
-            }
-            Term::Ite(c, a, b) => {
-                c.var_terms(out);
-                a.var_terms(out);
-                b.var_terms(out);
-            }
-            Term::And(v) | Term::Or(v) => v.iter().for_each(|t| t.var_terms(out)),
+            | Term::Eq(a, b) => out.extend([&**a, &**b]),
+            Term::Ite(c, a, b) => out.extend([&**c, &**a, &**b]),
+            Term::And(v) | Term::Or(v) => out.extend(v.iter()),
         }
     }
 }

@@ -36,57 +36,71 @@ pub fn const_value(t: &Term) -> Option<i64> {
 
 /// Evaluate a term under an assignment (None when a variable is missing or it overflows).
 pub fn eval(t: &Term, vals: &HashMap<u64, i64>) -> Option<i64> {
-    let b = |x: bool| x as i64;
-    Some(match t {
-        Term::Int(v) => *v,
+    let fits = |v: i128| i64::try_from(v).is_ok();
+    eval_with(t, vals, &fits).and_then(|v| i64::try_from(v).ok())
+}
+
+/// Evaluate a term in 128 bits, so that intermediates beyond the 64-bit range can be shown (in
+/// counterexamples of the overflow rule); None when a variable is missing.
+pub fn eval_wide(t: &Term, vals: &HashMap<u64, i64>) -> Option<i128> {
+    eval_with(t, vals, &|_| true)
+}
+
+/// Evaluation with checked 128-bit arithmetic, where every integer result must satisfy `fits`.
+fn eval_with(t: &Term, vals: &HashMap<u64, i64>, fits: &dyn Fn(i128) -> bool) -> Option<i128> {
+    let b = |x: bool| x as i128;
+    let ev = |x: &Term| eval_with(x, vals, fits);
+    let v = match t {
+        Term::Int(v) => *v as i128,
         Term::Bool(v) => b(*v),
-        Term::IntVar(v) | Term::BoolVar(v) => *vals.get(&v.id)?,
-        Term::Add(x, y) => eval(x, vals)?.checked_add(eval(y, vals)?)?,
-        Term::Sub(x, y) => eval(x, vals)?.checked_sub(eval(y, vals)?)?,
-        Term::Neg(x) => eval(x, vals)?.checked_neg()?,
-        Term::Mul(x, y) => eval(x, vals)?.checked_mul(eval(y, vals)?)?,
+        Term::IntVar(v) | Term::BoolVar(v) => *vals.get(&v.id)? as i128,
+        Term::Add(x, y) => ev(x)?.checked_add(ev(y)?)?,
+        Term::Sub(x, y) => ev(x)?.checked_sub(ev(y)?)?,
+        Term::Neg(x) => ev(x)?.checked_neg()?,
+        Term::Mul(x, y) => ev(x)?.checked_mul(ev(y)?)?,
         Term::Div(x, y) => {
-            let d = eval(y, vals)?;
+            let d = ev(y)?;
             if d == 0 {
                 0
             } else {
-                eval(x, vals)?.checked_div_euclid(d)?
+                ev(x)?.checked_div_euclid(d)?
             }
         }
         Term::Mod(x, y) => {
-            let d = eval(y, vals)?;
+            let d = ev(y)?;
             if d == 0 {
                 0
             } else {
-                eval(x, vals)?.checked_rem_euclid(d)?
+                ev(x)?.checked_rem_euclid(d)?
             }
         }
         Term::Ite(c, x, y) => {
-            if eval(c, vals)? != 0 {
-                eval(x, vals)?
+            if ev(c)? != 0 {
+                ev(x)?
             } else {
-                eval(y, vals)?
+                ev(y)?
             }
         }
-        Term::Lt(x, y) => b(eval(x, vals)? < eval(y, vals)?),
-        Term::Le(x, y) => b(eval(x, vals)? <= eval(y, vals)?),
-        Term::Eq(x, y) => b(eval(x, vals)? == eval(y, vals)?),
+        Term::Lt(x, y) => b(ev(x)? < ev(y)?),
+        Term::Le(x, y) => b(ev(x)? <= ev(y)?),
+        Term::Eq(x, y) => b(ev(x)? == ev(y)?),
         Term::And(v) => {
             let mut r = true;
             for t in v {
-                r &= eval(t, vals)? != 0;
+                r &= ev(t)? != 0;
             }
             b(r)
         }
         Term::Or(v) => {
             let mut r = false;
             for t in v {
-                r |= eval(t, vals)? != 0;
+                r |= ev(t)? != 0;
             }
             b(r)
         }
-        Term::Not(x) => b(eval(x, vals)? == 0),
-    })
+        Term::Not(x) => b(ev(x)? == 0),
+    };
+    fits(v).then_some(v)
 }
 
 /// Translate a control expression. Multiplication, division and remainder must have a constant

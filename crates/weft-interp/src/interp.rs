@@ -4,6 +4,7 @@ use crate::scalar::{self, Cell, Scalar};
 use crate::{ArgValue, ConfigState, ConfigValue, InterpError};
 use std::collections::HashMap;
 use weft_ir::proc::FieldType;
+use weft_ir::types::ENTRY_MAX;
 use weft_ir::{
     ArgKind, BinOp, Block, Const, CtrlType, DType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym,
     Ty, UnOp, WinCoord,
@@ -110,7 +111,7 @@ fn ctrl_kind_name(c: Ctrl) -> &'static str {
     }
 }
 
-/// Control integer arithmetic: mathematical (checked i64), Euclidean `/` and `%`, `x / 0 = 0`.
+/// Control integer arithmetic: checked i64 (an overflow is an error), Euclidean `/` and `%`, `x / 0 = 0`.
 fn ctrl_binary(op: BinOp, a: Ctrl, b: Ctrl) -> Result<Ctrl, String> {
     let overflow = || format!("control arithmetic overflow in `{}`", op.symbol());
     match (a, b) {
@@ -155,6 +156,8 @@ fn ctrl_binary(op: BinOp, a: Ctrl, b: Ctrl) -> Result<Ctrl, String> {
 pub(crate) struct Machine<'c> {
     store: Vec<Storage>,
     configs: &'c mut ConfigState,
+    /// Procs found within the depth limits (by address), each checked once per run.
+    shallow: std::collections::HashSet<usize>,
 }
 
 impl<'c> Machine<'c> {
@@ -162,14 +165,22 @@ impl<'c> Machine<'c> {
         Machine {
             store: Vec::new(),
             configs,
+            shallow: Default::default(),
         }
     }
 
     // ----- environment -----
 
+    /// The view `buf` names; using a view of a freed allocation (the allocation itself or any
+    /// window of it) is an error.
     fn lookup_view<'e>(&self, env: &'e Env, buf: &Sym, span: Span) -> R<&'e View> {
         match env.get(buf) {
-            Some(Binding::Buf { view, .. }) => Ok(view),
+            Some(Binding::Buf { view, .. }) => match self.store.get(view.storage) {
+                Some(Storage { cells: None, name }) => {
+                    fail(format!("`{buf}` is used after `{name}` was freed"), span)
+                }
+                _ => Ok(view),
+            },
             Some(Binding::Ctrl(_)) => {
                 fail(format!("`{buf}` is a control value, not a buffer"), span)
             }
@@ -643,6 +654,15 @@ impl<'c> Machine<'c> {
                                 span,
                             )
                         }
+                        (_, Ctrl::Int(v)) if v.unsigned_abs() > ENTRY_MAX as u64 => {
+                            return fail(
+                                format!(
+                                    "value {v} written to `{}.{}` is outside ±{ENTRY_MAX} (the range of control config fields)",
+                                    config.name, f.name
+                                ),
+                                span,
+                            )
+                        }
                         (_, Ctrl::Int(v)) => ConfigValue::Int(v),
                     },
                     FieldType::Data(d) => {
@@ -694,6 +714,12 @@ impl<'c> Machine<'c> {
             } => {
                 let lo = self.eval_int(env, lo)?;
                 let hi = self.eval_int(env, hi)?;
+                if hi < lo {
+                    return fail(
+                        format!("loop `{var}` has a negative extent: {lo}..{hi}"),
+                        span,
+                    );
+                }
                 let previous = env.remove(var);
                 let mut result = Ok(());
                 // A parallel loop's iterations may run in any order; the interpreter runs them
@@ -769,15 +795,19 @@ impl<'c> Machine<'c> {
                         ArgKind::Buf(_) => Actual::Buf(self.eval_view(env, arg)?),
                     });
                 }
-                self.invoke(proc, actuals, span)
+                self.invoke(proc, actuals, span, false)
             }
         }
     }
 
     /// Bind `actuals` to the parameters of `proc`, check kinds, shapes and preconditions, and run
-    /// the body in a fresh local environment.
-    fn invoke(&mut self, proc: &Proc, actuals: Vec<Actual>, span: Span) -> R<()> {
+    /// the body in a fresh local environment. `entry`: the call comes from outside (`run`).
+    fn invoke(&mut self, proc: &Proc, actuals: Vec<Actual>, span: Span, entry: bool) -> R<()> {
         let name = &proc.name;
+        // The evaluator recurses over expressions and blocks: unchecked input may be too deep.
+        if self.shallow.insert(proc as *const Proc as usize) {
+            weft_ir::limits::check_depth(proc).map_err(|d| InterpError::new(d.message, d.span))?;
+        }
         if actuals.len() != proc.args.len() {
             return fail(
                 format!(
@@ -794,11 +824,22 @@ impl<'c> Machine<'c> {
             match (&param.kind, actual) {
                 (ArgKind::Ctrl(c), Actual::Ctrl(v)) => {
                     match (c, v) {
-                        (CtrlType::Size, Ctrl::Int(n)) if *n <= 0 => {
+                        (CtrlType::Size, Ctrl::Int(n)) if *n <= 0 || *n > ENTRY_MAX => {
                             return fail(
                                 format!(
-                                "size argument `{arg}` of `{name}` is {n}; sizes must be positive"
+                                "size argument `{arg}` of `{name}` is {n}; sizes must be positive and at most {ENTRY_MAX}"
                             ),
+                                span,
+                            )
+                        }
+                        (CtrlType::Index | CtrlType::Stride, Ctrl::Int(v))
+                            if v.unsigned_abs() > ENTRY_MAX as u64 =>
+                        {
+                            return fail(
+                                format!(
+                                    "{} argument `{arg}` of `{name}` is {v}; control arguments lie in ±{ENTRY_MAX}",
+                                    c.name()
+                                ),
                                 span,
                             )
                         }
@@ -852,13 +893,32 @@ impl<'c> Machine<'c> {
                 );
             }
             let declared = self.eval_ints(&env, &ty.shape)?;
+            if let Some(n) = declared.iter().find(|&&n| n > ENTRY_MAX) {
+                return fail(
+                    format!("argument `{arg}` of `{name}` has extent {n}; extents of buffer arguments are at most {ENTRY_MAX}"),
+                    span,
+                );
+            }
             if declared != view.shape {
                 return fail(
                     format!("argument `{arg}` of `{name}` has shape {declared:?} but a buffer of shape {:?} was passed", view.shape),
                     span,
                 );
             }
-            if !ty.window {
+            if ty.window {
+                // From outside, a window's strides lie in the entry range; inside, the checker
+                // proves it where the callee reads them.
+                let big = view
+                    .strides
+                    .iter()
+                    .find(|s| s.unsigned_abs() > ENTRY_MAX as u64);
+                if let (true, Some(s)) = (entry, big) {
+                    return fail(
+                        format!("argument `{arg}` of `{name}` has stride {s}; strides of window arguments lie in ±{ENTRY_MAX}"),
+                        span,
+                    );
+                }
+            } else {
                 if !is_dense(&view.shape, &view.strides) {
                     return fail(
                         format!("argument `{arg}` of `{name}` is a dense tensor but a strided window (strides {:?}) was passed", view.strides),
@@ -979,7 +1039,7 @@ pub(crate) fn run(proc: &Proc, args: &mut [ArgValue], configs: &mut ConfigState)
             machine.store[*s].name = param.sym.name().to_string();
         }
     }
-    let result = machine.invoke(proc, actuals, proc.span);
+    let result = machine.invoke(proc, actuals, proc.span, true);
     for (arg, storage) in args.iter_mut().zip(moved) {
         if let (ArgValue::Buf(b), Some(s)) = (arg, storage) {
             // Argument storage is never freed (free needs an `alloc`), so the cells are there.

@@ -44,8 +44,8 @@
 //! # Semantics, as implemented
 //!
 //! - **Statements** run in order. `for i in lo..hi` evaluates `lo` and `hi` once, before the loop,
-//!   and runs `i = lo, …, hi-1`; when `hi <= lo` it runs zero times and this is *not* an error
-//!   (Exo semantics; DESIGN.md's "negative extent is an error" concerns pipeline reductions).
+//!   and runs `i = lo, …, hi-1`; `lo == hi` runs zero times, and `hi < lo` (a negative extent)
+//!   is an error (DESIGN.md §2; the checker proves `lo <= hi` of every loop, as Exo and Halide do).
 //!   `alloc` creates a buffer with every cell uninitialised; the buffer lives until its `free` or
 //!   the end of its block; any use after `free` is an error.
 //! - **Windows** are views (storage, offset, strides, shape) into the data store, so a window
@@ -63,14 +63,19 @@
 //!   nearest, float→int saturates with NaN→0 (Rust `as`; the C backend must match), bool→int is
 //!   0/1, x→bool is `x != 0`. Math functions use Rust's `f32`/`f64` methods.
 //! - **Control arithmetic** uses checked `i64`: an overflow is an error. Division and modulo are
-//!   Euclidean with `x / 0 = 0`, `x % 0 = 0`.
+//!   Euclidean with `x / 0 = 0`, `x % 0 = 0`. Control values entering a proc must lie in the entry
+//!   range (`weft_ir::types::ENTRY_MAX`, docs/language.md §2): sizes in `[1, 2^31 - 1]`, `index`
+//!   and `stride` arguments and the extents of buffer arguments in `±(2^31 - 1)`, the strides of
+//!   window arguments too when the call comes from outside; a control config field written
+//!   outside that range is an error.
 //! - **Error values**: reading an uninitialised cell yields the error value (`None`), which every
 //!   operation propagates (strictly; `select` propagates an error in its condition or in the
 //!   branch it picks); writing it stores it. Control flow never depends on data, so a control
 //!   expression that needs a data value is an [`InterpError`].
 //! - **Errors** (an [`InterpError`], never a panic): wrong argument count or kind, a shape or dtype
-//!   mismatch, a size argument `<= 0`, a failed precondition, an out-of-bounds access, use of a
-//!   freed buffer, control overflow, and ill-typed programs the checker should have rejected.
+//!   mismatch, a control value outside its entry range, a failed precondition, an out-of-bounds access, use of a
+//!   freed buffer, control overflow, a negative loop extent, and ill-typed programs the checker
+//!   should have rejected.
 
 mod buffer;
 mod interp;

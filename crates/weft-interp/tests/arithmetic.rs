@@ -157,20 +157,21 @@ fn control_overflow_is_an_error() {
     let k = p.index("k");
     let x = p.scalar("x", DType::I64);
     p.body()
-        .assign(&x, vec![], Expr::cast(DType::I64, k.clone() * 4));
+        .assign(&x, vec![], Expr::cast(DType::I64, k.clone() * (1i64 << 62)));
     let proc = p.finish();
+    // Arguments lie in ±(2^31 - 1); the product does not fit 64 bits.
     let mut args = vec![
-        ArgValue::Int(i64::MAX / 2),
+        ArgValue::Int(2),
         ArgValue::Buf(Buffer::new_uninit(DType::I64, vec![])),
     ];
     let err = run_fresh(&proc, &mut args).unwrap_err();
     assert!(err.message.contains("overflow"), "{err}");
     let mut args = vec![
-        ArgValue::Int(5),
+        ArgValue::Int(-2),
         ArgValue::Buf(Buffer::new_uninit(DType::I64, vec![])),
     ];
     run_fresh(&proc, &mut args).unwrap();
-    assert_eq!(buf(&args, 1).to_i64_vec().unwrap(), vec![20]);
+    assert_eq!(buf(&args, 1).to_i64_vec().unwrap(), vec![i64::MIN]);
 }
 
 /// `out[i] = cast(to, x[i])` over a vector.

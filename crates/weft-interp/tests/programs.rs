@@ -101,8 +101,10 @@ fn uninitialised_reads_propagate_as_error_values() {
     );
 }
 
+/// An empty loop runs zero times; a negative extent is an error (DESIGN.md §2), which the checker
+/// also rejects statically (rule `extent`).
 #[test]
-fn empty_and_reversed_loops_run_zero_times() {
+fn empty_loops_run_zero_times_and_negative_extents_are_errors() {
     let mem = dram();
     let mut p = ProcBuilder::new("rev", &mem);
     let lo = p.index("lo");
@@ -112,15 +114,23 @@ fn empty_and_reversed_loops_run_zero_times() {
         b.reduce(&x, vec![], Expr::int(1));
     });
     let proc = p.finish();
-    for (l, h, want) in [(2, 7, 5), (3, 3, 0), (5, -2, 0)] {
-        let mut args = vec![
+    let args = |l, h| {
+        vec![
             ArgValue::Int(l),
             ArgValue::Int(h),
             ArgValue::Buf(Buffer::from_i32(vec![], &[0])),
-        ];
-        run_fresh(&proc, &mut args).unwrap();
-        assert_eq!(buf(&args, 2).to_i32_vec().unwrap(), vec![want]);
+        ]
+    };
+    for (l, h, want) in [(2, 7, 5), (3, 3, 0)] {
+        let mut a = args(l, h);
+        run_fresh(&proc, &mut a).unwrap();
+        assert_eq!(buf(&a, 2).to_i32_vec().unwrap(), vec![want]);
     }
+    let err = run_fresh(&proc, &mut args(5, -2)).unwrap_err();
+    assert!(
+        err.message.contains("negative extent") && err.message.contains("5..-2"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -621,4 +631,141 @@ fn reduce_into_uninitialised_cell_gives_error_value_and_select_is_strict_in_its_
     let mut args = vec![ArgValue::Buf(Buffer::from_f32(vec![3], &[1.0, 1.0, 1.0]))];
     run_fresh(&proc, &mut args).unwrap();
     assert_eq!(buf(&args, 0).data, vec![None, None, Some(Scalar::F32(5.0))]);
+}
+
+/// The control-arithmetic rule at run time: arguments, window strides and control config
+/// writes must lie in the entry range (control overflow itself: `arithmetic.rs`).
+#[test]
+fn control_values_entering_a_proc_are_range_checked() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("f", &mem);
+    let n = p.size("n");
+    let k = p.index("k");
+    let x = p.tensor("x", DType::I64, vec![Expr::int(1)]);
+    p.body().assign(
+        &x,
+        vec![Expr::int(0)],
+        Expr::cast(DType::I64, &k * 4294967296i64 + &n),
+    );
+    let proc = p.finish();
+    let args = |n: i64, k: i64| {
+        vec![
+            ArgValue::Int(n),
+            ArgValue::Int(k),
+            ArgValue::Buf(Buffer::from_i64(vec![1], &[0])),
+        ]
+    };
+    let mut ok = args(2147483647, -2147483647);
+    run_fresh(&proc, &mut ok).unwrap();
+    assert_eq!(
+        buf(&ok, 2).to_i64_vec().unwrap(),
+        vec![-2147483647 * 4294967296 + 2147483647]
+    );
+    for (n, k, what) in [
+        (2147483648, 0, "size argument `n`"),
+        (1, 2147483648, "index argument `k`"),
+        (1, -2147483648, "index argument `k`"),
+        (1, i64::MIN, "index argument `k`"),
+    ] {
+        let err = run_fresh(&proc, &mut args(n, k)).unwrap_err();
+        assert!(err.message.contains(what), "{n} {k}: {err}");
+    }
+
+    // A control config field holds only entry-range values.
+    let cfg = cfg();
+    let mut p = ProcBuilder::new("h", &mem);
+    let k = p.stride_arg("k");
+    p.body().write_config(&cfg, 1, &k * 2);
+    let h = p.finish();
+    run_fresh(&h, &mut [ArgValue::Int(1073741823)]).unwrap();
+    let err = run_fresh(&h, &mut [ArgValue::Int(1073741824)]).unwrap_err();
+    assert!(err.message.contains("Cfg.step"), "{err}");
+
+    // Extents of buffer arguments and strides of window arguments lie in the entry range (an
+    // empty buffer of shape [0, 2^31 - 1, 2] has stride 2^32 - 2 in dimension 0).
+    let mut p = ProcBuilder::new("w", &mem);
+    let k = p.index("k");
+    let m = p.size("m");
+    let w = p.window("w", DType::U8, vec![k.clone(), m.clone(), Expr::int(2)]);
+    p.body().pass();
+    let _ = w;
+    let wp = p.finish();
+    let mut a = vec![
+        ArgValue::Int(0),
+        ArgValue::Int(2147483647),
+        ArgValue::Buf(Buffer::new_uninit(DType::U8, vec![0, 2147483647, 2])),
+    ];
+    let err = run_fresh(&wp, &mut a).unwrap_err();
+    assert!(err.message.contains("has stride 4294967294"), "{err}");
+    let mut p = ProcBuilder::new("e", &mem);
+    let k = p.index("k");
+    let m = p.size("m");
+    let x = p.tensor("x", DType::U8, vec![k.clone(), &m + 1]);
+    p.body().pass();
+    let _ = x;
+    let ep = p.finish();
+    let mut a = vec![
+        ArgValue::Int(0),
+        ArgValue::Int(2147483647),
+        ArgValue::Buf(Buffer::new_uninit(DType::U8, vec![0, 2147483648])),
+    ];
+    let err = run_fresh(&ep, &mut a).unwrap_err();
+    assert!(err.message.contains("has extent 2147483648"), "{err}");
+}
+
+/// A window of a freed allocation is freed with it: reading, writing, taking its stride or a
+/// window of it, or passing it to a callee is an error.
+#[test]
+fn use_through_a_window_after_free_is_an_error() {
+    let mem = dram();
+    let mut callee = ProcBuilder::new("g", &mem);
+    let v = callee.window("v", DType::F32, vec![Expr::int(2)]);
+    callee
+        .body()
+        .assign(&v, vec![Expr::int(0)], Expr::float(1.0));
+    let g = callee.finish();
+    type Use = fn(
+        &mut weft_ir::build::BlockBuilder,
+        &weft_ir::build::Buf,
+        &weft_ir::build::Buf,
+        &Arc<Proc>,
+    );
+    let uses: [(&str, Use); 5] = [
+        ("read", |b, y, w, _| {
+            b.assign(y, vec![Expr::int(0)], w.at(vec![Expr::int(0)]));
+        }),
+        ("write", |b, _, w, _| {
+            b.assign(w, vec![Expr::int(1)], Expr::float(2.0));
+        }),
+        ("stride", |b, y, w, _| {
+            b.assign(y, vec![Expr::int(0)], Expr::cast(DType::F32, w.stride(0)));
+        }),
+        ("window", |b, _, w, _| {
+            b.window("v", w, vec![WinCoord::Interval(Expr::int(0), Expr::int(1))]);
+        }),
+        ("call", |b, _, w, g| {
+            b.call(g, vec![w.all()]);
+        }),
+    ];
+    for (what, use_) in uses {
+        let mut p = ProcBuilder::new("uaf", &mem);
+        let y = p.tensor("y", DType::F32, vec![Expr::int(2)]);
+        let body = p.body();
+        let t = body.alloc("t", DType::F32, vec![Expr::int(4)], &mem);
+        let w = body.window(
+            "w",
+            &t,
+            vec![WinCoord::Interval(Expr::int(1), Expr::int(3))],
+        );
+        body.assign(&w, vec![Expr::int(0)], Expr::float(1.0));
+        body.free(&t);
+        use_(body, &y, &w, &g);
+        let proc = p.finish();
+        let mut args = vec![ArgValue::Buf(Buffer::from_f32(vec![2], &[0.0, 0.0]))];
+        let err = run_fresh(&proc, &mut args).unwrap_err();
+        assert!(
+            err.message.contains("`w` is used after `t` was freed"),
+            "{what}: {err}"
+        );
+    }
 }

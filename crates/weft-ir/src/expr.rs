@@ -205,6 +205,59 @@ pub struct ExprNode {
     pub kind: ExprKind,
     pub ty: Ty,
     pub span: Span,
+    /// Nodes on the longest path from this node to a leaf (a leaf has height 1), saturating.
+    height: u32,
+}
+
+impl ExprNode {
+    /// Nodes on the longest path from this node to a leaf (a leaf has height 1). Computed when
+    /// the node is built, so depth limits (`crate::limits`) are checked without recursion.
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+}
+
+/// Trees at most this high are dropped by plain recursion.
+const SHALLOW: u32 = 64;
+
+/// Dropping a deep tree must not overflow the stack (a builder can make any depth): children
+/// that this node owns alone are moved to a work list and dropped one by one, each after its own
+/// children were moved out.
+impl Drop for ExprNode {
+    fn drop(&mut self) {
+        if self.height <= SHALLOW {
+            return;
+        }
+        let mut work = Vec::new();
+        take_children(&mut self.kind, &mut work);
+        while let Some(e) = work.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(e.0) {
+                take_children(&mut node.kind, &mut work);
+            }
+        }
+    }
+}
+
+/// Move the sub-expressions of `kind` into `out`, leaving a leaf.
+fn take_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
+    match std::mem::replace(kind, ExprKind::Const(Const::Bool(false))) {
+        ExprKind::Const(_)
+        | ExprKind::Var(_)
+        | ExprKind::Stride { .. }
+        | ExprKind::ReadConfig { .. } => {}
+        ExprKind::Read { idx: v, .. } | ExprKind::Math(_, v) => out.extend(v),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => out.push(a),
+        ExprKind::Binary(_, a, b) => out.extend([a, b]),
+        ExprKind::Select(c, a, b) => out.extend([c, a, b]),
+        ExprKind::Window { coords, .. } => {
+            for c in coords {
+                match c {
+                    WinCoord::Point(p) => out.push(p),
+                    WinCoord::Interval(a, b) => out.extend([a, b]),
+                }
+            }
+        }
+    }
 }
 
 /// An immutable, shared expression node.
@@ -233,7 +286,15 @@ impl std::ops::Deref for Expr {
 impl Expr {
     /// A node with an explicitly given type. Prefer the typed constructors below.
     pub fn raw(kind: ExprKind, ty: Ty, span: Span) -> Expr {
-        Expr(Arc::new(ExprNode { kind, ty, span }))
+        let mut below = 0;
+        crate::visit::for_each_child(&kind, |c| below = below.max(c.height));
+        let height = below.saturating_add(1);
+        Expr(Arc::new(ExprNode {
+            kind,
+            ty,
+            span,
+            height,
+        }))
     }
 
     pub fn kind(&self) -> &ExprKind {

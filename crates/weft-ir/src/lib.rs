@@ -18,6 +18,7 @@ pub mod alpha;
 pub mod build;
 pub mod diag;
 pub mod expr;
+pub mod limits;
 pub mod print;
 pub mod proc;
 pub mod stmt;

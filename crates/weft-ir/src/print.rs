@@ -201,6 +201,10 @@ impl<'n> Printer<'n> {
     }
 
     pub fn expr(&mut self, e: &Expr) -> String {
+        // The checker rejects deeper trees; printing one (say, in a message) must not crash.
+        if e.height() > crate::limits::MAX_EXPR_DEPTH {
+            return format!("<an expression {} levels deep>", e.height());
+        }
         match &e.kind {
             ExprKind::Const(Const::Int(v)) => v.to_string(),
             ExprKind::Const(Const::Float(v)) => fmt_float(*v),
@@ -391,6 +395,9 @@ impl<'n> Printer<'n> {
     }
 
     pub fn block(&mut self, b: &Block) {
+        if self.indent > crate::limits::MAX_NESTING {
+            return self.line("<statements nested too deep>");
+        }
         self.indent += 1;
         for s in b {
             self.stmt(s);

@@ -37,7 +37,8 @@ pub enum StmtKind {
         then_body: Block,
         else_body: Block,
     },
-    /// `for var in lo..hi`: runs `var = lo, lo+1, ..., hi-1`; no iteration when `hi <= lo`.
+    /// `for var in lo..hi`: runs `var = lo, lo+1, ..., hi-1`; no iteration when `hi == lo`, and
+    /// `hi < lo` (a negative extent) is an error the checker rules out (rule `extent`).
     /// `for var in par(lo..hi)` (`parallel`): the iterations may run at the same time, in any
     /// order; accepted only where they are proved race-free, so the meaning is the sequential one.
     For {
@@ -70,6 +71,35 @@ pub enum StmtKind {
 pub struct StmtNode {
     pub kind: StmtKind,
     pub span: Span,
+}
+
+/// Dropping deeply nested statements must not overflow the stack (a builder can nest any
+/// depth): the nested blocks this node owns alone are dropped from a work list.
+impl Drop for StmtNode {
+    fn drop(&mut self) {
+        let mut work = Vec::new();
+        take_blocks(&mut self.kind, &mut work);
+        while let Some(s) = work.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(s.0) {
+                take_blocks(&mut node.kind, &mut work);
+            }
+        }
+    }
+}
+
+fn take_blocks(kind: &mut StmtKind, out: &mut Vec<Stmt>) {
+    match kind {
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => {
+            out.append(then_body);
+            out.append(else_body);
+        }
+        StmtKind::For { body, .. } => out.append(body),
+        _ => {}
+    }
 }
 
 /// An immutable, shared statement node.

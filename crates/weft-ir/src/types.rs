@@ -97,9 +97,17 @@ impl fmt::Display for DType {
     }
 }
 
+/// The largest magnitude of a control integer that enters a proc from outside (docs/language.md
+/// §2, the control-arithmetic rule): `size` arguments lie in `[1, ENTRY_MAX]`; `index` and
+/// `stride` arguments, strides of window arguments and control config fields in
+/// `[-ENTRY_MAX, ENTRY_MAX]`. Entry points check it; the checker assumes it and proves that every
+/// control value and intermediate then fits in 64 bits.
+pub const ENTRY_MAX: i64 = (1 << 31) - 1;
+
 /// The declared type of a control value (a proc argument, a config field, a loop variable).
 ///
-/// Control values are mathematical integers or booleans; they never depend on data.
+/// Control values are 64-bit integers (proved never to overflow) or booleans; they never depend
+/// on data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CtrlType {
     /// A strictly positive integer (buffer extents, trip counts).
@@ -143,7 +151,7 @@ impl CtrlType {
 /// The type of an expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
-    /// A control integer (mathematical, quasi-affine).
+    /// A control integer (64 bits, quasi-affine).
     Int,
     /// A control boolean.
     Bool,

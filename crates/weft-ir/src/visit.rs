@@ -8,29 +8,55 @@ use std::sync::Arc;
 
 /// The direct sub-expressions of an expression.
 pub fn expr_children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::Stride { .. } => vec![],
-        ExprKind::ReadConfig { .. } => vec![],
-        ExprKind::Read { idx, .. } => idx.iter().collect(),
-        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => vec![a],
-        ExprKind::Binary(_, a, b) => vec![a, b],
-        ExprKind::Select(c, a, b) => vec![c, a, b],
-        ExprKind::Math(_, args) => args.iter().collect(),
-        ExprKind::Window { coords, .. } => coords
-            .iter()
-            .flat_map(|c| match c {
-                WinCoord::Point(p) => vec![p],
-                WinCoord::Interval(a, b) => vec![a, b],
-            })
-            .collect(),
+    expr_children_of(&e.kind)
+}
+
+/// The direct sub-expressions of an expression of kind `kind`.
+pub fn expr_children_of(kind: &ExprKind) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    for_each_child(kind, |c| out.push(c));
+    out
+}
+
+/// Call `f` on each direct sub-expression of an expression of kind `kind`, in order.
+pub fn for_each_child<'a>(kind: &'a ExprKind, mut f: impl FnMut(&'a Expr)) {
+    match kind {
+        ExprKind::Const(_) | ExprKind::Var(_) | ExprKind::Stride { .. } => {}
+        ExprKind::ReadConfig { .. } => {}
+        ExprKind::Read { idx: v, .. } | ExprKind::Math(_, v) => v.iter().for_each(f),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => f(a),
+        ExprKind::Binary(_, a, b) => {
+            f(a);
+            f(b)
+        }
+        ExprKind::Select(c, a, b) => {
+            f(c);
+            f(a);
+            f(b)
+        }
+        ExprKind::Window { coords, .. } => {
+            for c in coords {
+                match c {
+                    WinCoord::Point(p) => f(p),
+                    WinCoord::Interval(a, b) => {
+                        f(a);
+                        f(b)
+                    }
+                }
+            }
+        }
     }
 }
 
-/// Visit `e` and all its sub-expressions, parents first.
+/// Visit `e` and all its sub-expressions, parents first (left to right). Without recursion, so
+/// any depth is fine.
 pub fn walk_expr<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
-    f(e);
-    for c in expr_children(e) {
-        walk_expr(c, f);
+    let mut work = vec![e];
+    while let Some(e) = work.pop() {
+        f(e);
+        let at = work.len();
+        for_each_child(&e.kind, |c| work.push(c));
+        work[at..].reverse();
     }
 }
 
@@ -63,12 +89,19 @@ pub fn stmt_blocks(s: &Stmt) -> Vec<&Block> {
     }
 }
 
-/// Visit every statement of a block, nested ones included, parents first.
+/// Visit every statement of a block, nested ones included, parents first (each statement
+/// before the statements of its blocks, which come before its next sibling). Without recursion,
+/// so any nesting is fine.
 pub fn walk_block<'a>(b: &'a Block, f: &mut impl FnMut(&'a Stmt)) {
-    for s in b {
+    let mut work = vec![b.iter()];
+    while let Some(top) = work.last_mut() {
+        let Some(s) = top.next() else {
+            work.pop();
+            continue;
+        };
         f(s);
-        for inner in stmt_blocks(s) {
-            walk_block(inner, f);
+        for inner in stmt_blocks(s).into_iter().rev() {
+            work.push(inner.iter());
         }
     }
 }

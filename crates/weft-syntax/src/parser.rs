@@ -20,8 +20,9 @@ const MEMORY_FIELDS: &str =
     "a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `max_bytes`) or `}`";
 
 /// Nesting limit for expressions and blocks, so that deeply nested input is an error instead of
-/// a stack overflow.
-pub const MAX_DEPTH: usize = 256;
+/// a stack overflow. Long flat operator chains, which the parser builds without recursion, are
+/// limited by the height of the tree they make (`weft_ir::limits::MAX_EXPR_DEPTH`).
+pub const MAX_DEPTH: usize = weft_ir::limits::MAX_NESTING;
 
 /// Resolves an `import "..."` line: the imported module (its own items are made visible), or the
 /// diagnostics explaining why it could not be loaded.
@@ -1062,7 +1063,15 @@ impl<'a, 'r> Parser<'a, 'r> {
         self.enter()?;
         let e = self.binary(1)?;
         self.leave();
-        Ok(e)
+        Self::shallow(e)
+    }
+
+    /// `e`, unless its tree is higher than the later passes accept.
+    fn shallow(e: Expr) -> PResult<Expr> {
+        match weft_ir::limits::expr_too_deep(&e, "syntax", e.span) {
+            Some(d) => Err(d),
+            None => Ok(e),
+        }
     }
 
     /// Precedence climbing over the binary operators binding at least as tightly as `min`:
@@ -1104,7 +1113,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             self.bump();
             let rhs = self.binary(p + 1)?;
             let span = lhs.span.to(rhs.span);
-            lhs = Expr::binary(op, lhs, rhs).with_span(span);
+            lhs = Self::shallow(Expr::binary(op, lhs, rhs).with_span(span))?;
         }
         Ok(lhs)
     }

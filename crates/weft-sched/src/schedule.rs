@@ -37,6 +37,9 @@ pub struct Schedule {
     analysis: Analysis,
     /// Procs created by `extract_proc`, in order.
     extracted: Vec<Arc<Proc>>,
+    /// Proves the control-arithmetic rules (no overflow, entry ranges, `lo <= hi`) of every new
+    /// version; its solver's answers are cached across steps.
+    control: weft_check::Checker,
     /// Re-run the checker on every new version (a safety net for tests; off by default).
     pub recheck: bool,
 }
@@ -49,6 +52,7 @@ impl Schedule {
             steps: Vec::new(),
             analysis: Analysis::new(),
             extracted: Vec::new(),
+            control: weft_check::Checker::new(),
             recheck: false,
         }
     }
@@ -160,6 +164,37 @@ impl Schedule {
         let at = self.at(prim, c)?;
         let p = self.proc().clone();
         let (r, polluted) = f(&mut self.analysis, &p, &at)?;
+        // Control arithmetic is 64-bit: a rewrite may copy a bound or a constant into a place
+        // where it overflows (a shift by 2^63 - 1, a guard `n + 2^63 - 1 > 0`), or make a loop
+        // run backwards. Those are not the original's meaning; refuse them with the checker's
+        // counterexample.
+        // (Other rules wait for the end: a step may leave an argument in another memory for a
+        // later `set_memory`.)
+        let control = self.control.check_control(&r.proc).into_iter();
+        if let Some(d) = control
+            .filter(|d| matches!(d.rule, "overflow" | "range" | "extent"))
+            .next()
+        {
+            let mut e = SchedError::new(
+                prim,
+                format!(
+                    "the result breaks the control-arithmetic rules: {}",
+                    d.message
+                ),
+            )
+            .at(d.span, format!("[{}]", d.rule));
+            e.counterexample = d
+                .notes
+                .iter()
+                .filter_map(|n| n.strip_prefix("counterexample: "))
+                .flat_map(|c| c.split(", "))
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once(" = ")?;
+                    Some((k.to_string(), v.parse().ok()?))
+                })
+                .collect();
+            return Err(e);
+        }
         // A step may change the body or the context of a loop that is already parallel; every
         // parallel loop must still be race-free (answers for unchanged loops come from the cache).
         prims::parallelize::check_parallel_loops(&mut self.analysis, &r.proc, prim)?;

@@ -15,6 +15,7 @@ fn mem(name: &str, addressable: bool, last_dim: Option<i64>) -> Arc<Memory> {
         access: "{name}[{offset}]".into(),
         addressable,
         last_dim,
+        isa: Vec::new(),
         span: Span::DUMMY,
     })
 }

@@ -18,6 +18,7 @@
 //!     access: "{name}[{offset}]".into(),
 //!     addressable: true,
 //!     last_dim: None,
+//!     isa: Vec::new(),
 //!     span: Span::DUMMY,
 //! });
 //! let mut p = ProcBuilder::new("axpy", &dram);
@@ -77,7 +78,7 @@ mod random;
 mod scalar;
 
 pub use buffer::Buffer;
-pub use random::random_args;
+pub use random::{arg_shapes, random_args};
 pub use scalar::{Cell, Scalar};
 
 use std::collections::HashMap;

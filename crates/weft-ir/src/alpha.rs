@@ -20,6 +20,7 @@ fn mem_eq(a: &Memory, b: &Memory) -> bool {
         && a.access == b.access
         && a.addressable == b.addressable
         && a.last_dim == b.last_dim
+        && a.isa == b.isa
 }
 
 impl Alpha {

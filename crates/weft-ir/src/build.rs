@@ -14,6 +14,7 @@
 //!     access: "{name}[{offset}]".into(),
 //!     addressable: true,
 //!     last_dim: None,
+//!     isa: Vec::new(),
 //!     span: Span::DUMMY,
 //! });
 //! let mut p = ProcBuilder::new("axpy", &dram);

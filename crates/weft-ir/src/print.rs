@@ -444,6 +444,9 @@ pub fn memory_to_string(m: &Memory) -> String {
     if let Some(d) = m.last_dim {
         let _ = writeln!(s, "    last_dim {d}");
     }
+    if !m.isa.is_empty() {
+        let _ = writeln!(s, "    isa {}", escape_string(&m.isa.join(", ")));
+    }
     s.push_str("}\n");
     s
 }

@@ -28,6 +28,10 @@ pub struct Memory {
     pub addressable: bool,
     /// When set, the innermost dimension of every buffer in this memory must be this constant.
     pub last_dim: Option<i64>,
+    /// The instruction-set extensions its C needs (`isa "avx512f"`): code using the memory is
+    /// compiled for them, and runs only on a CPU that has them. An instruction that needs an
+    /// extension takes a buffer of such a memory.
+    pub isa: Vec<String>,
     pub span: Span,
 }
 

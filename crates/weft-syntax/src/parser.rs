@@ -357,6 +357,7 @@ impl<'a, 'r> Parser<'a, 'r> {
         let (mut header, mut alloc, mut free, mut access) = (None, None, None, None);
         let mut addressable = None;
         let mut last_dim = None;
+        let mut isa = Vec::new();
         while !self.is_punct("}") {
             let key: &'static str = match self.tok() {
                 Tok::Ident(s) => match s.as_str() {
@@ -366,9 +367,10 @@ impl<'a, 'r> Parser<'a, 'r> {
                     "access" => "access",
                     "addressable" => "addressable",
                     "last_dim" => "last_dim",
-                    _ => return Err(self.expected("a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`) or `}`")),
+                    "isa" => "isa",
+                    _ => return Err(self.expected("a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `isa`) or `}`")),
                 },
-                _ => return Err(self.expected("a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`) or `}`")),
+                _ => return Err(self.expected("a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `isa`) or `}`")),
             };
             let key_span = self.cur_span();
             if let Some(prev) = fields.insert(key, key_span) {
@@ -395,6 +397,26 @@ impl<'a, 'r> Parser<'a, 'r> {
                     });
                     self.bump();
                 }
+                "isa" => {
+                    let at = self.cur_span();
+                    let text = self.string()?;
+                    isa = text
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    let well_formed = |x: &String| {
+                        x.chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.')
+                    };
+                    if let Some(bad) = isa.iter().find(|x| !well_formed(x)) {
+                        return Err(Diagnostic::new(
+                            "syntax",
+                            at,
+                            format!("`{bad}` is not an instruction-set extension name (lowercase letters, digits and `.`, like `avx512f`)"),
+                        ));
+                    }
+                }
                 _ => last_dim = Some(self.int_literal()?),
             }
         }
@@ -415,6 +437,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             access: access.ok_or_else(|| missing("access"))?,
             addressable: addressable.ok_or_else(|| missing("addressable"))?,
             last_dim,
+            isa,
             span,
         };
         let mem = Arc::new(mem);

@@ -195,7 +195,10 @@ fn run_checks_its_size_options() {
     };
     let (code, t) = run(&["m=3"]);
     assert_eq!(code, Some(1), "{t}");
-    assert!(t.contains("no control argument `m`") && t.contains(": n"), "{t}");
+    assert!(
+        t.contains("no control argument `m`") && t.contains(": n"),
+        "{t}"
+    );
     let (code, t) = run(&["n=3", "n=4"]);
     assert_eq!(code, Some(1), "{t}");
     assert!(t.contains("given twice"), "{t}");

@@ -135,7 +135,7 @@ proc sum(n: size, src: [f32][n], out: f32) {
     assert_eq!(one[0], 0.0, "nothing ran");
 
     let fill = m.kernel("fill").unwrap();
-    let mut run = |shape: [usize; 2], strides: [isize; 2]| {
+    let run = |shape: [usize; 2], strides: [isize; 2]| {
         let mut data = vec![0i32; 64];
         fill.call(&mut [
             Arg::Int(shape[0] as i64),

@@ -131,7 +131,7 @@ fn mutation(rng: &mut StdRng, shapes: &[Option<Vec<usize>>]) -> Mutation {
                     value: *HOSTILE[..7].choose(rng).unwrap(),
                 }
             }
-            1 | 2 | 3 => {
+            1..=3 => {
                 let arg = *bufs.choose(rng).unwrap();
                 let shape = shapes[arg].as_ref().unwrap();
                 if shape.is_empty() {

@@ -209,6 +209,20 @@ fn run_checks_its_size_options() {
     let (code, t) = run(&["n=2147483647"]);
     assert_eq!(code, Some(1), "{t}");
     assert!(t.contains("GiB") && !t.contains("backtrace"), "{t}");
+    // A local allocation of 2^32 cells (the interpreter's limit) of 16 bytes each: refused by
+    // the allocator where it does not overcommit without bound (mode 1 would hand it out).
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if overcommit.trim() != "1" {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            &dir,
+            "alloc.weft",
+            "proc f(n: size, y: u8[2]) {\n    alloc t: u8[n, n];\n    t[0, 0] = 1;\n    y[0] = t[0, 0];\n    free t;\n}\n",
+        );
+        let o = weft(&["run", &f, "--proc", "f", "--size", "n=65536"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("does not fit in memory"), "{}", text(&o));
+    }
 }
 
 #[test]

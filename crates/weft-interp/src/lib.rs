@@ -118,9 +118,10 @@ pub enum ConfigValue {
     Data(Cell),
 }
 
-/// The values of config fields, keyed by config name and field index. It persists across [`run`]
-/// calls, like the global config struct of the generated C. An unwritten data field reads as the
-/// error value; reading an unwritten control field is an [`InterpError`].
+/// The values of config fields, keyed by config name and field index: a context. It persists
+/// across the [`run`] calls given it, like the context struct (`struct NS_context`) the generated
+/// C's entry points take; a fresh one is a fresh context. An unwritten data field reads as the
+/// error value; reading an unwritten control field is an [`InterpError`] (compiled code reads 0).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConfigState {
     values: HashMap<(String, usize), ConfigValue>,

@@ -2,6 +2,7 @@
 fn main() {
     weft::build::Build::new()
         .file("kernels/saxpy.weft")
+        .file("kernels/double/saxpy.weft")
         .compile("kernels")
         .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -1,7 +1,7 @@
 //! Emitting the C function of one proc: expressions, statements, buffer accesses.
 
-use crate::helpers::{c_type, same_width_unsigned, wide_unsigned, Helpers};
-use crate::names::{clean, comment_text};
+use crate::helpers::{c_type, c_type_size, same_width_unsigned, wide_unsigned, Helpers};
+use crate::names::{c_string, clean, comment_text};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use weft_ir::{
@@ -59,14 +59,63 @@ pub struct UnitCx {
     pub win_structs: BTreeMap<String, String>,
     /// C function name of each (non-instruction) proc, keyed by proc name.
     pub proc_names: HashMap<String, String>,
-    /// C variable and member names of each config, keyed by config name.
+    /// Member names of each config in the context struct (the config's, then its fields'),
+    /// keyed by config name.
     pub configs: HashMap<String, (String, Vec<String>)>,
     /// Every proc of the unit by name, to catch two different procs sharing a name.
     pub procs: HashMap<String, Arc<Proc>>,
-    /// Whether an entry point uses the `weft_span` helper.
-    pub needs_span: bool,
+    /// What each emitted proc takes besides its arguments, keyed by proc name.
+    pub abi: HashMap<String, ProcAbi>,
+    /// The C type of the unit's context, `struct NS_context`.
+    pub ctx_type: String,
     /// Whether some loop is parallel (the unit then needs OpenMP to run in parallel).
     pub parallel: bool,
+}
+
+/// The hidden parameters of an emitted proc. Only procs that need them get them, so kernels
+/// without configs or allocations compile to exactly the loops they were.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcAbi {
+    /// Takes the context (`ctxt`): it or a callee reads or writes a config field.
+    pub uses_ctx: bool,
+    /// Returns a status and takes the fault record (`fault`): it or a callee allocates memory
+    /// that can fail.
+    pub can_fail: bool,
+}
+
+/// The parameters an emitted proc takes before its arguments.
+pub fn hidden_params(ctx_type: &str, abi: ProcAbi) -> Vec<String> {
+    let mut out = Vec::new();
+    if abi.uses_ctx {
+        out.push(format!("{ctx_type} *restrict ctxt"));
+    }
+    if abi.can_fail {
+        out.push("struct weft_fault *fault".to_string());
+    }
+    out
+}
+
+/// The arguments that pass the hidden parameters on, in the order of [`hidden_params`].
+pub fn hidden_args(abi: ProcAbi) -> Vec<String> {
+    let mut out = Vec::new();
+    if abi.uses_ctx {
+        out.push("ctxt".to_string());
+    }
+    if abi.can_fail {
+        out.push("fault".to_string());
+    }
+    out
+}
+
+/// A parallel loop being emitted: a failure inside one of its iterations cannot leave the
+/// function (OpenMP forbids it), so it frees the iteration's allocations, records its status in
+/// `flag` and jumps to `label` at the end of the iteration; the loop's caller checks `flag`.
+struct ParExit {
+    /// The first allocation frame that belongs to the iteration.
+    base: usize,
+    flag: String,
+    label: String,
+    used: bool,
 }
 
 impl UnitCx {
@@ -259,10 +308,15 @@ pub struct ProcCx<'u> {
     counter: usize,
     /// Allocations of each open block not yet freed: (symbol, free statement).
     pending_frees: Vec<Vec<(Sym, String)>>,
+    /// The proc being emitted (named in fault records).
+    pub proc_name: String,
+    /// What the emitted code turned out to need (see [`ProcAbi`]).
+    pub abi: ProcAbi,
+    par_exits: Vec<ParExit>,
 }
 
 impl<'u> ProcCx<'u> {
-    pub fn new(unit: &'u mut UnitCx) -> ProcCx<'u> {
+    pub fn new(unit: &'u mut UnitCx, proc_name: &str) -> ProcCx<'u> {
         ProcCx {
             unit,
             env: HashMap::new(),
@@ -270,6 +324,44 @@ impl<'u> ProcCx<'u> {
             indent: 1,
             counter: 0,
             pending_frees: Vec::new(),
+            proc_name: proc_name.to_string(),
+            abi: ProcAbi::default(),
+            par_exits: Vec::new(),
+        }
+    }
+
+    /// A statement that leaves after a failure with status `rc` (a C expression), first running
+    /// `record` (which fills the fault record) when given. It frees every allocation live at this
+    /// point and returns; inside a parallel loop it frees the iteration's allocations, flags the
+    /// failure and skips the rest of the iteration instead.
+    fn failure_exit(&mut self, rc: &str, record: Option<String>) -> String {
+        self.abi.can_fail = true;
+        let base = self.par_exits.last().map_or(0, |p| p.base);
+        let mut frees = String::new();
+        for frame in self.pending_frees[base..].iter().rev() {
+            for (_, f) in frame.iter().rev() {
+                if !f.trim().is_empty() {
+                    frees.push_str(&format!("    {f}\n"));
+                }
+            }
+        }
+        let record = |pad: &str| {
+            record
+                .as_ref()
+                .map(|r| format!("{pad}{r}\n"))
+                .unwrap_or_default()
+        };
+        match self.par_exits.last_mut() {
+            None => format!("{{\n{}{frees}    return {rc};\n}}", record("    ")),
+            Some(p) => {
+                p.used = true;
+                format!(
+                    "{{\n#pragma omp critical (weft_fault)\n    {{\n{}        {flag} = {rc};\n    }}\n{frees}    goto {label};\n}}",
+                    record("        "),
+                    flag = p.flag,
+                    label = p.label
+                )
+            }
         }
     }
 
@@ -612,7 +704,8 @@ impl<'u> ProcCx<'u> {
                 format!("config '{}' has no field {field}", config.name),
             )
         })?;
-        Ok(format!("{var}.{f}"))
+        self.abi.uses_ctx = true;
+        Ok(format!("ctxt->{var}.{f}"))
     }
 
     fn literal(&mut self, c: &Const, e: &Expr) -> Result<String, Diagnostic> {
@@ -841,27 +934,58 @@ impl<'u> ProcCx<'u> {
                 if *parallel {
                     self.unit.parallel = true;
                 }
-                if hoist {
+                let bound = if hoist {
                     let t = self.tmp("hi");
                     self.line("{");
                     self.indent += 1;
                     self.line(&format!("const int64_t {t} = {hi};"));
-                    if *parallel {
-                        self.line(pragma);
-                    }
-                    self.line(&format!("for (int64_t {v} = {lo}; {v} < {t}; {v}++) {{"));
+                    t
                 } else {
-                    if *parallel {
-                        self.line(pragma);
-                    }
-                    self.line(&format!("for (int64_t {v} = {lo}; {v} < {hi}; {v}++) {{"));
+                    hi
+                };
+                // Where the failure flag of a parallel loop goes, should its body be able to fail.
+                let flag_at = self.out.len();
+                if *parallel {
+                    self.line(pragma);
+                    let (flag, label) = (self.tmp("failed"), self.tmp("next"));
+                    self.par_exits.push(ParExit {
+                        base: self.pending_frees.len(),
+                        flag,
+                        label,
+                        used: false,
+                    });
                 }
+                self.line(&format!(
+                    "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
+                ));
                 self.env.insert(var.clone(), Binding::Ctrl(v));
                 self.indent += 1;
-                self.block(body)?;
+                let exit = if *parallel {
+                    // The body in a block of its own, so that the label at the end of the
+                    // iteration is outside the scope of any variable-length array in it.
+                    self.line("{");
+                    self.indent += 1;
+                    self.block(body)?;
+                    self.indent -= 1;
+                    self.line("}");
+                    self.par_exits.pop().filter(|p| p.used)
+                } else {
+                    self.block(body)?;
+                    None
+                };
+                if let Some(p) = &exit {
+                    self.line(&format!("{}: ;", p.label));
+                }
                 self.indent -= 1;
                 self.env.remove(var);
                 self.line("}");
+                if let Some(p) = exit {
+                    let pad = "    ".repeat(self.indent);
+                    self.out
+                        .insert_str(flag_at, &format!("{pad}int32_t {} = WEFT_OK;\n", p.flag));
+                    let leave = self.failure_exit(&p.flag, None);
+                    self.line(&format!("if ({} != WEFT_OK) {leave}", p.flag));
+                }
                 if hoist {
                     self.indent -= 1;
                     self.line("}");
@@ -872,20 +996,26 @@ impl<'u> ProcCx<'u> {
                     return Err(unsupported(s.span, "an allocation cannot be a window"));
                 }
                 let shape = self.shape(ty)?;
-                let size = shape.iter().fold("1".to_string(), |acc, d| mul_c(&acc, d));
                 let n = self.var_name(buf);
                 let t = c_type(ty.elem);
-                let vars = [
-                    ("name".to_string(), n.clone()),
-                    ("type".to_string(), t.to_string()),
-                    ("size".to_string(), size),
-                ];
-                let alloc = interpolate(&ty.mem.alloc, &vars);
                 self.line(&format!(
                     "/* alloc {} @ {} */",
                     comment_text(buf.name()),
                     comment_text(&ty.mem.name)
                 ));
+                let size = self.alloc_size(buf, &shape, ty.elem);
+                let mut vars = vec![
+                    ("name".to_string(), n.clone()),
+                    ("type".to_string(), t.to_string()),
+                    ("size".to_string(), size.clone()),
+                ];
+                // A memory whose allocation can fail says where to go then with `{fail}`.
+                if ty.mem.alloc.contains("{fail}") {
+                    let record = self.fault_record(buf, &size, ty.elem);
+                    let fail = self.failure_exit("WEFT_ERR_ALLOC", Some(record));
+                    vars.push(("fail".to_string(), fail));
+                }
+                let alloc = interpolate(&ty.mem.alloc, &vars);
                 self.line(&alloc);
                 self.line(&format!("(void) {n};"));
                 let free = interpolate(&ty.mem.free, &vars);
@@ -937,6 +1067,46 @@ impl<'u> ProcCx<'u> {
             StmtKind::Call { proc, args } => self.call(s, proc, args)?,
         }
         Ok(())
+    }
+
+    /// The number of elements of an allocation of `shape`, as a C expression for the memory's
+    /// `{size}`: a literal when the extents are constants whose product fits, else a variable
+    /// computed with overflow checks that leaves through [`Self::failure_exit`] when an extent is
+    /// not positive or the size in bytes exceeds `PTRDIFF_MAX`.
+    fn alloc_size(&mut self, buf: &Sym, shape: &[String], elem: DType) -> String {
+        let bytes = c_type_size(elem);
+        let constant = shape.iter().try_fold(1i64, |acc, d| {
+            let d = d.parse::<i64>().ok().filter(|d| *d >= 1)?;
+            acc.checked_mul(d).filter(|n| {
+                n.checked_mul(bytes)
+                    .is_some_and(|b| b <= i64::from(i32::MAX))
+            })
+        });
+        if let Some(n) = constant {
+            return n.to_string();
+        }
+        let t = self.tmp("n");
+        let t_c = c_type(elem);
+        let steps: Vec<String> = shape
+            .iter()
+            .map(|d| format!("!weft_size_mul(&{t}, {d}, sizeof({t_c}))"))
+            .collect();
+        self.line(&format!("int64_t {t} = 1;"));
+        let record = self.fault_record(buf, "-1", elem);
+        let exit = self.failure_exit("WEFT_ERR_ALLOC", Some(record));
+        self.line(&format!("if ({}) {exit}", steps.join(" || ")));
+        t
+    }
+
+    /// The call that records a failed allocation of `buf` (`elems` elements, -1 when the size
+    /// itself is invalid) for the entry point's message.
+    fn fault_record(&self, buf: &Sym, elems: &str, elem: DType) -> String {
+        format!(
+            "weft_fault_set(fault, {}, {}, {elems}, (int64_t) sizeof({}));",
+            c_string(buf.name()),
+            c_string(&self.proc_name),
+            c_type(elem)
+        )
     }
 
     fn call(&mut self, s: &Stmt, callee: &Arc<Proc>, args: &[Expr]) -> Result<(), Diagnostic> {
@@ -1015,7 +1185,19 @@ impl<'u> ProcCx<'u> {
                 }
             }
         }
-        self.line(&format!("{fname}({});", parts.join(", ")));
+        let abi = self.unit.abi.get(&callee.name).copied().unwrap_or_default();
+        self.abi.uses_ctx |= abi.uses_ctx;
+        let mut hidden = hidden_args(abi);
+        hidden.extend(parts);
+        let call = format!("{fname}({})", hidden.join(", "));
+        if abi.can_fail {
+            let rc = self.tmp("rc");
+            self.line(&format!("int32_t {rc} = {call};"));
+            let exit = self.failure_exit(&rc, None);
+            self.line(&format!("if ({rc} != WEFT_OK) {exit}"));
+        } else {
+            self.line(&format!("{call};"));
+        }
         Ok(())
     }
 

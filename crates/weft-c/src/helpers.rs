@@ -20,6 +20,16 @@ pub fn c_type(d: DType) -> &'static str {
     }
 }
 
+/// An upper bound of `sizeof` of the C type of a data element (exact on every common ABI; a
+/// C `bool` may be wider than one byte, never wider than eight).
+pub fn c_type_size(d: DType) -> i64 {
+    if d == DType::Bool {
+        8
+    } else {
+        d.bytes() as i64
+    }
+}
+
 /// The unsigned type data arithmetic of an integer type is done in: at least 32 bits wide, so
 /// that C's integer promotions never turn it into a signed `int`.
 pub fn wide_unsigned(d: DType) -> &'static str {

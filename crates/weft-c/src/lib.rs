@@ -1,14 +1,22 @@
 //! The C backend: readable, warning-free C99 from checked weft procs.
 //!
-//! [`emit`] turns a set of root procs into one translation unit ([`CUnit`]): the roots' callees,
-//! memories and configs become `static` helpers, and each root gets two exported entry points
-//! that validate every argument (count, kinds, dtypes, ranks, shapes, strides, preconditions)
-//! before running and return a status code (see [`status`]) instead of misbehaving:
+//! [`emit_in`] turns a set of root procs into one translation unit ([`CUnit`]) in a namespace
+//! `NS`: the roots' callees and memories become `static` functions, the configs a context struct
+//! `struct NS_context` that the caller owns, and each root gets two exported entry points that
+//! validate every argument (count, kinds, dtypes, ranks, control ranges, shapes, strides,
+//! overlaps, preconditions) before running and return a status code (see [`status`]) instead of
+//! misbehaving:
 //!
-//! - `int32_t NAME(<params>)`: sizes as `int64_t`, bools as `bool`, buffers as
-//!   `const weft_buffer *`;
-//! - `int32_t NAME__entry(const weft_arg *args, int64_t nargs, char *err, int64_t err_len)`: the
-//!   uniform form the JIT calls, which also writes a message into `err`.
+//! - `int32_t NS_NAME(struct NS_context *ctxt, <params>)`: sizes as `int64_t`, bools as `bool`,
+//!   buffers as `const weft_buffer *`;
+//! - `int32_t NS_NAME_entry(void *ctxt, const weft_arg *args, int64_t nargs, char *err, int64_t
+//!   err_len)`: the uniform form the JIT calls, which also writes a message into `err`.
+//!
+//! Nothing else is exported, so a proc named like a C library function (`write`) replaces
+//! nothing. `ctxt` holds the configuration state: a call reads and writes the config fields in
+//! it, so state persists across the calls given one context and two threads with two contexts
+//! never share any; a null `ctxt` runs the call on a fresh zeroed context. A failed allocation
+//! anywhere in the call tree frees what the call allocated and returns [`status::ALLOC`].
 //!
 //! The emitted code follows the thesis' chapter 5: exact-width types, no undefined behaviour
 //! (wrapping integer arithmetic through unsigned types, Euclidean division with `x / 0 = 0`,
@@ -24,8 +32,9 @@ pub mod names;
 use emit::{ProcCx, UnitCx};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use weft_ir::proc::FieldType;
 use weft_ir::visit::Deps;
-use weft_ir::{ArgKind, CtrlType, DType, Diagnostic, Expr, ExprKind, Proc, StmtKind, Sym};
+use weft_ir::{ArgKind, Config, CtrlType, DType, Diagnostic, Expr, ExprKind, Proc, StmtKind, Sym};
 
 pub use emit::interpolate;
 
@@ -51,9 +60,21 @@ pub mod status {
     pub const PRECONDITION: i32 = 8;
     /// A null buffer, shape, strides or data pointer.
     pub const NULL: i32 = 9;
-    /// A written buffer overlaps another buffer argument.
+    /// A written buffer overlaps another buffer argument, or its strides map two indices to
+    /// one element (or are not proved not to).
     pub const ALIAS: i32 = 10;
+    /// An allocation failed, or its size is not positive or overflows.
+    pub const ALLOC: i32 = 11;
+    /// A control argument or window stride outside `-(2^31-1) ..= 2^31-1`.
+    pub const RANGE: i32 = 12;
 }
+
+/// The largest magnitude of a control value that enters a proc from outside (`size`, `index` and
+/// `stride` arguments, the strides of window arguments, and config fields): `2^31 - 1`. The
+/// checker proves every control expression fits 64 bits under this bound.
+pub const CTRL_MAX: i64 = (1 << 31) - 1;
+
+pub use names::DEFAULT_NAMESPACE;
 
 /// The `kind` values of a `weft_arg`.
 pub mod arg_kind {
@@ -81,6 +102,23 @@ pub struct CUnit {
     pub entries: Vec<EntryInfo>,
     /// Whether the unit has parallel loops: compile it with `-fopenmp` to run them on threads.
     pub parallel: bool,
+    /// The prefix of every exported symbol.
+    pub namespace: String,
+    /// The configuration state the unit's entry points take.
+    pub context: ContextInfo,
+    /// The instruction-set extensions the unit's memories declare (`isa`), sorted: the C must be
+    /// compiled for them and runs only on a CPU that has them.
+    pub isa: Vec<String>,
+}
+
+/// The layout of a unit's context (`struct NS_context`): the configs it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ContextInfo {
+    /// The configs by name, with their fields and types (`C{n:index,k:size}`, sorted by config
+    /// name): two units with the same signature have the same context layout.
+    pub signature: String,
+    /// An upper bound of `sizeof(struct NS_context)` (the C checks it at compile time).
+    pub bytes: usize,
 }
 
 /// The kind of one argument of an entry point.
@@ -121,12 +159,16 @@ pub struct EntryArg {
 pub struct EntryInfo {
     /// The proc's name in weft.
     pub name: String,
-    /// The C symbol of the typed entry point `int32_t NAME(...)`.
+    /// The C symbol of the typed entry point `int32_t NS_NAME(ctxt, ...)`.
     pub direct_symbol: String,
-    /// The C symbol of the uniform entry point `NAME__entry(args, nargs, err, err_len)`.
+    /// The C symbol of the uniform entry point `NS_NAME_entry(ctxt, args, nargs, err, err_len)`.
     pub symbol: String,
     /// The arguments, in the proc's order.
     pub args: Vec<EntryArg>,
+    /// The context the entry point takes.
+    pub context: ContextInfo,
+    /// The instruction-set extensions the unit needs (see [`CUnit::isa`]).
+    pub isa: Vec<String>,
 }
 
 /// For each buffer argument of `p` (by position), whether `p` writes it, directly, through a
@@ -195,41 +237,51 @@ fn written_memo(
     written
 }
 
-/// Emit one C translation unit exporting `procs` (see the crate docs). The input is assumed to
-/// have passed the checker; anything the backend cannot express is a `codegen` diagnostic.
+/// Emit one C translation unit exporting `procs` in [`DEFAULT_NAMESPACE`]; see [`emit_in`].
 pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
+    emit_in(procs, DEFAULT_NAMESPACE)
+}
+
+/// Emit one C translation unit exporting `procs` (see the crate docs), every exported symbol
+/// prefixed by `namespace` (see [`names::namespace_error`]). Instructions among `procs` are not
+/// exported (their calls are their templates). The input is assumed to have passed the checker;
+/// anything the backend cannot express is a `codegen` diagnostic.
+pub fn emit_in(procs: &[Arc<Proc>], namespace: &str) -> Result<CUnit, Diagnostic> {
+    if let Some(m) = names::namespace_error(namespace) {
+        return Err(emit::unsupported(weft_ir::Span::DUMMY, m));
+    }
     let deps = Deps::of_all(procs);
     // Emission recurses over expressions and blocks: unchecked input may be too deep for it.
     for p in &deps.procs {
         weft_ir::limits::check_depth(p)?;
     }
-    let mut unit = UnitCx::default();
+    let mut unit = UnitCx {
+        ctx_type: format!("struct {namespace}_context"),
+        ..UnitCx::default()
+    };
     let mut names = names::UniqueNames::default();
+    let mut isa: Vec<String> = deps
+        .memories
+        .iter()
+        .flat_map(|m| m.isa.iter().cloned())
+        .collect();
+    isa.sort();
+    isa.dedup();
+    let (context_def, context) = context_struct(&deps.configs, namespace, &mut unit);
 
     // Exported symbols first, so internal names never take them.
-    let mut entries = Vec::new();
     let mut seen_roots = HashSet::new();
-    for p in procs {
-        if p.is_instr() {
-            return Err(emit::unsupported(
-                p.span,
-                format!(
-                    "instruction '{}' cannot be exported; wrap it in a proc",
-                    p.name
-                ),
-            ));
-        }
-        if !seen_roots.insert(p.name.clone()) {
-            continue;
-        }
-        let direct = names::entry_symbol(&p.name);
-        let symbol = format!("{direct}__entry");
-        if !names.take(&direct) || !names.take(&symbol) {
-            return Err(emit::unsupported(
-                p.span,
-                format!("two exported procs map to the C symbol '{direct}'"),
-            ));
-        }
+    let roots: Vec<&Arc<Proc>> = procs
+        .iter()
+        .filter(|p| !p.is_instr() && seen_roots.insert(p.name.clone()))
+        .collect();
+    let directs: Vec<String> = roots
+        .iter()
+        .map(|p| names.fresh(&format!("{namespace}_"), &p.name))
+        .collect();
+    let mut entries = Vec::new();
+    for (p, direct) in roots.iter().zip(directs) {
+        let symbol = names.fresh("", &format!("{direct}_entry"));
         let written = written_args(p);
         let args = p
             .args
@@ -254,6 +306,8 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
             direct_symbol: direct,
             symbol,
             args,
+            context: context.clone(),
+            isa: isa.clone(),
         });
     }
 
@@ -264,39 +318,15 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
             unit.proc_names.insert(p.name.clone(), n);
         }
     }
-    let mut config_defs = String::new();
-    for c in &deps.configs {
-        let var = names.fresh("weft_cfg_", &c.name);
-        let mut fields = Vec::new();
-        let mut members = String::new();
-        for (i, f) in c.fields.iter().enumerate() {
-            let m = format!("f_{}_{i}", names::clean(&f.name));
-            let t = match f.ty {
-                weft_ir::proc::FieldType::Ctrl(CtrlType::Bool) => "bool",
-                weft_ir::proc::FieldType::Ctrl(_) => "int64_t",
-                weft_ir::proc::FieldType::Data(d) => helpers::c_type(d),
-            };
-            members.push_str(&format!("    {t} {m};\n"));
-            fields.push(m);
-        }
-        if fields.is_empty() {
-            members.push_str("    int32_t unused;\n");
-        }
-        config_defs.push_str(&format!(
-            "/* config {} */\nstatic struct {var} {{\n{members}}} {var};\n\n",
-            names::comment_text(&c.name)
-        ));
-        unit.configs.insert(c.name.clone(), (var, fields));
-    }
 
-    // Proc bodies, callees first.
+    // Proc bodies, callees first, so each call knows what its callee takes and returns.
     let mut bodies = String::new();
     for p in &deps.procs {
         if p.is_instr() {
             continue;
         }
         let fname = unit.proc_names[&p.name].clone();
-        let mut cx = ProcCx::new(&mut unit);
+        let mut cx = ProcCx::new(&mut unit, &p.name);
         let params = cx.bind_params(p)?;
         for a in &p.args {
             if let Some(emit::Binding::Ctrl(n)) = cx.env.get(&a.sym) {
@@ -315,36 +345,37 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
         }
         cx.assumptions(p)?;
         cx.block(&p.body)?;
+        let abi = cx.abi;
+        if abi.can_fail {
+            cx.line("return WEFT_OK;");
+        }
         let body = std::mem::take(&mut cx.out);
+        let params = emit::hidden_params(&unit.ctx_type, abi)
+            .into_iter()
+            .chain(params)
+            .collect::<Vec<_>>();
         let params = if params.is_empty() {
             "void".to_string()
         } else {
             params.join(", ")
         };
+        let ret = if abi.can_fail { "int32_t" } else { "void" };
         bodies.push_str(&format!(
-            "/* proc {} */\nstatic void {fname}({params}) {{\n{body}}}\n\n",
+            "/* proc {} */\nstatic {ret} {fname}({params}) {{\n{body}}}\n\n",
             names::comment_text(&p.name)
         ));
+        unit.abi.insert(p.name.clone(), abi);
     }
 
     let mut entry_code = String::new();
     let mut protos = String::new();
-    for (p, info) in procs
-        .iter()
-        .filter(|p| !p.is_instr())
-        .scan(HashSet::new(), |seen, p| {
-            Some((p, seen.insert(p.name.clone())))
-        })
-        .filter(|(_, first)| *first)
-        .map(|(p, _)| p)
-        .zip(&entries)
-    {
+    for (p, info) in roots.iter().zip(&entries) {
         let (code, proto) = entry::entry_points(&mut unit, p, info)?;
         entry_code.push_str(&code);
         protos.push_str(&proto);
     }
 
-    let header = entry::header_text(&protos);
+    let header = entry::header_text(namespace, &context_def, &protos);
     let mut source = String::new();
     source.push_str("/* Generated by weft. Do not edit. */\n");
     if unit.parallel {
@@ -353,9 +384,17 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
              without it they run in sequence, with the same results. */\n",
         );
     }
+    if !isa.is_empty() {
+        source.push_str(&format!(
+            "/* Needs the instruction-set extensions {}: compile for them (-m{}) and run only on a \
+             CPU that has them. */\n",
+            isa.join(", "),
+            isa.join(" -m")
+        ));
+    }
     source.push_str(&header);
     source.push_str(
-        "\n#include <stddef.h>\n#include <stdarg.h>\n#include <stdio.h>\n#include <math.h>\n\n",
+        "\n#include <stddef.h>\n#include <stdarg.h>\n#include <stdio.h>\n#include <string.h>\n#include <math.h>\n\n",
     );
     let mut seen_headers = HashSet::new();
     for m in &deps.memories {
@@ -370,18 +409,18 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
     source.push_str(
         "\n#if defined(__GNUC__)\n#define WEFT_ASSUME(c) do { if (!(c)) __builtin_unreachable(); } while (0)\n#else\n#define WEFT_ASSUME(c) ((void) 0)\n#endif\n\n",
     );
+    // Callers size contexts by `ContextInfo::bytes`: a C compiler that lays the struct out larger
+    // rejects the unit here instead of letting a kernel write past the caller's context.
+    source.push_str(&format!(
+        "typedef char weft_context_fits[sizeof({}) <= {} ? 1 : -1];\n\n",
+        unit.ctx_type, context.bytes
+    ));
     for s in unit.win_structs.values() {
         source.push_str(s);
         source.push('\n');
     }
-    source.push_str(&config_defs);
     source.push_str(&unit.helpers.render());
-    if !entries.is_empty() {
-        source.push_str(entry::FAIL_HELPER);
-    }
-    if unit.needs_span {
-        source.push_str(entry::SPAN_HELPER);
-    }
+    source.push_str(entry::RUNTIME);
     source.push_str(&bodies);
     source.push_str(&entry_code);
     Ok(CUnit {
@@ -389,5 +428,65 @@ pub fn emit(procs: &[Arc<Proc>]) -> Result<CUnit, Diagnostic> {
         header,
         entries,
         parallel: unit.parallel,
+        namespace: namespace.to_string(),
+        context,
+        isa,
     })
+}
+
+/// The definition of `struct NS_context` (one member struct per config, sorted by name), its
+/// layout description, and the member names of each config (recorded in `unit`).
+fn context_struct(
+    configs: &[Arc<Config>],
+    namespace: &str,
+    unit: &mut UnitCx,
+) -> (String, ContextInfo) {
+    let mut configs: Vec<&Arc<Config>> = configs.iter().collect();
+    configs.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut members = String::new();
+    let mut signature = String::new();
+    let mut bytes = 0;
+    let mut config_names = names::UniqueNames::default();
+    for c in configs {
+        let var = config_names.fresh("cfg_", &c.name);
+        let mut field_names = names::UniqueNames::default();
+        let mut fields = Vec::new();
+        let mut body = String::new();
+        let mut sig = Vec::new();
+        for f in &c.fields {
+            let m = field_names.fresh("f_", &f.name);
+            let t = match f.ty {
+                FieldType::Ctrl(CtrlType::Bool) => "bool",
+                FieldType::Ctrl(_) => "int64_t",
+                FieldType::Data(d) => helpers::c_type(d),
+            };
+            body.push_str(&format!("        {t} {m};\n"));
+            sig.push(format!("{}:{}", f.name, f.ty.name()));
+            fields.push(m);
+        }
+        if fields.is_empty() {
+            body.push_str("        char unused;\n");
+        }
+        // Every member is at most 8 bytes wide and aligned, so 8 per member bounds the size.
+        bytes += 8 * fields.len().max(1);
+        signature.push_str(&format!("{}{{{}}}", c.name, sig.join(",")));
+        members.push_str(&format!(
+            "    /* config {} */\n    struct {{\n{body}    }} {var};\n",
+            names::comment_text(&c.name)
+        ));
+        unit.configs.insert(c.name.clone(), (var, fields));
+    }
+    if members.is_empty() {
+        members.push_str("    char unused;\n");
+    }
+    let def = format!(
+        "/* The configuration state of the procs of this unit. A call reads and writes the context it\n   is given: zero one before its first call and pass it to every call that should see the\n   state; a null context runs the call on a fresh zeroed one. */\nstruct {namespace}_context {{\n{members}}};\n"
+    );
+    (
+        def,
+        ContextInfo {
+            signature,
+            bytes: bytes.max(8),
+        },
+    )
 }

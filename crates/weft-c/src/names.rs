@@ -1,95 +1,11 @@
 //! C identifiers and literals built from user strings.
 //!
 //! Every name that reaches the C output is made of `[A-Za-z0-9_]` only, and carries a prefix
-//! (`v_`, `weft_p_`, `weft_cfg_`, ...) or a suffix that keeps it away from C keywords, the C
-//! library and weft's own helpers (`weft_*`, `t_*`).
+//! that keeps it away from C keywords, the C library and weft's own helpers: local variables
+//! `v_`/`t_`, internal file-scope names `weft_`, exported symbols the unit's namespace (`NS_`).
 
 use std::collections::HashSet;
 use std::fmt::Write;
-
-/// C keywords and library names an exported entry point must not take verbatim.
-const RESERVED: &[&str] = &[
-    "auto",
-    "break",
-    "case",
-    "char",
-    "const",
-    "continue",
-    "default",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extern",
-    "float",
-    "for",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "register",
-    "restrict",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "struct",
-    "switch",
-    "typedef",
-    "union",
-    "unsigned",
-    "void",
-    "volatile",
-    "while",
-    "bool",
-    "true",
-    "false",
-    "main",
-    "malloc",
-    "calloc",
-    "realloc",
-    "free",
-    "abort",
-    "exit",
-    "printf",
-    "snprintf",
-    "vsnprintf",
-    "memcpy",
-    "memset",
-    "sqrt",
-    "sqrtf",
-    "exp",
-    "expf",
-    "log",
-    "logf",
-    "sin",
-    "sinf",
-    "cos",
-    "cosf",
-    "tanh",
-    "tanhf",
-    "fabs",
-    "fabsf",
-    "floor",
-    "floorf",
-    "ceil",
-    "ceilf",
-    "pow",
-    "powf",
-    "fma",
-    "fmaf",
-    "abs",
-    "system",
-    "errno",
-    "assert",
-    "alignas",
-    "alignof",
-    "asm",
-    "typeof",
-    "NULL",
-];
 
 /// `s` with every character outside `[A-Za-z0-9_]` replaced by `_` (never empty).
 pub fn clean(s: &str) -> String {
@@ -110,20 +26,47 @@ pub fn clean(s: &str) -> String {
     }
 }
 
-/// The C symbol of an exported entry point: the proc's name when it is a safe C identifier,
-/// otherwise `weft_e_<clean name>`.
-pub fn entry_symbol(name: &str) -> String {
-    let c = clean(name);
-    let unsafe_name = c != name
-        || c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '_')
-        || c.to_ascii_lowercase().starts_with("weft")
-        || c.starts_with("v_")
-        || c.starts_with("t_")
-        || RESERVED.contains(&c.as_str());
-    if unsafe_name {
-        format!("weft_e_{c}")
+/// Namespaces a unit may not use: `weft` (the prefix of every internal name of a unit), the
+/// one-letter prefixes of local variables, and `va` (the `va_*` macros of `<stdarg.h>`).
+const RESERVED_NAMESPACES: &[&str] = &["weft", "v", "t", "va"];
+
+/// The namespace used when none is given (the JIT's units and [`crate::emit`]).
+pub const DEFAULT_NAMESPACE: &str = "kernel";
+
+/// Why `ns` cannot prefix the exported symbols of a unit, if it cannot. A namespace is lowercase
+/// ASCII letters and digits, starting with a letter: without an underscore of its own, the first
+/// `_` of an exported symbol `NS_PROC` ends the namespace, so two units with different
+/// namespaces can never export the same symbol, and every internal name (`weft_...`) differs from
+/// every exported one.
+pub fn namespace_error(ns: &str) -> Option<String> {
+    let well_formed = ns.starts_with(|c: char| c.is_ascii_lowercase())
+        && ns
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !well_formed {
+        Some(format!(
+            "namespace '{}' must be lowercase ASCII letters and digits, starting with a letter",
+            comment_text(ns)
+        ))
+    } else if RESERVED_NAMESPACES.contains(&ns) {
+        Some(format!("namespace '{ns}' is reserved"))
     } else {
-        c
+        None
+    }
+}
+
+/// A valid namespace made from any text (a file stem, a library name): its letters lowercased
+/// and its digits, with `k` in front when that does not start with a letter or is reserved.
+pub fn namespace_from(text: &str) -> String {
+    let ns: String = text
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if namespace_error(&ns).is_none() {
+        ns
+    } else {
+        format!("k{ns}")
     }
 }
 
@@ -237,13 +180,16 @@ mod tests {
     }
 
     #[test]
-    fn entry_symbols_avoid_keywords_and_helpers() {
-        assert_eq!(entry_symbol("matmul"), "matmul");
-        assert_eq!(entry_symbol("int"), "weft_e_int");
-        assert_eq!(entry_symbol("__foo"), "weft_e___foo");
-        assert_eq!(entry_symbol("weft_ok"), "weft_e_weft_ok");
-        assert_eq!(entry_symbol("a b"), "weft_e_a_b");
-        assert_eq!(entry_symbol("9x"), "weft_e_9x");
+    fn namespaces_are_checked_and_derived() {
+        assert!(namespace_error("kernels2").is_none());
+        for bad in ["weft", "v", "my_lib", "Caps", "9x", ""] {
+            assert!(namespace_error(bad).is_some(), "{bad}");
+        }
+        assert_eq!(namespace_from("my_kernels"), "mykernels");
+        assert_eq!(namespace_from("9lives"), "k9lives");
+        assert_eq!(namespace_from("weft"), "kweft");
+        assert_eq!(namespace_from("é"), "k");
+        assert!(namespace_error(&namespace_from("v")).is_none());
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn avx512() -> Arc<Memory> {
         addressable: false,
         last_dim: Some(16),
         max_bytes: None,
+        isa: vec!["avx512f".into()],
         span: Span::DUMMY,
     })
 }
@@ -144,6 +145,9 @@ fn avx512_kernel_compiles_and_runs() {
     assert!(unit.source.contains("__m512 v_va_"));
     assert!(unit.source.contains("_mm512_fmadd_ps("));
     assert!(!unit.source.contains("{dst_data}"));
+    // The memory declares the extension; every unit using it says so.
+    assert_eq!(unit.isa, vec!["avx512f".to_string()]);
+    assert_eq!(unit.entries[0].isa, unit.isa);
     compile_object("avx", &unit.source, &["-mavx512f"]);
     let has_avx512 = std::fs::read_to_string("/proc/cpuinfo")
         .map(|s| s.contains("avx512f"))
@@ -161,14 +165,15 @@ int main(void) {{
     int64_t sa[1] = {{1}}, ta[1] = {{1}}, sx[2] = {{3, 16}}, tx[2] = {{16, 1}};
     for (int i = 0; i < 48; i++) {{ x[i] = (float) i * 0.37f; y[i] = 1.0f / (float) (i + 1); want[i] = fmaf(a[0], x[i], y[i]); }}
     weft_buffer ba = {{a, 8, 1, sa, ta}}, bx = {{x, 8, 2, sx, tx}}, by = {{y, 8, 2, sx, tx}};
-    int rc = saxpy16(3, &ba, &bx, &by);
+    int rc = {sym}(NULL, 3, &ba, &bx, &by);
     int bad = 0;
     for (int i = 0; i < 48; i++) bad += y[i] != want[i];
     printf("%d %d\n", rc, bad);
     return 0;
 }}
 "#,
-        unit.header
+        unit.header,
+        sym = unit.entries[0].direct_symbol
     );
     let out = run_with_main_flags("avxrun", &unit.source, &main_c, &["-mavx512f"]);
     assert_eq!(out.trim(), "0 0");

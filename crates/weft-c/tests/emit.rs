@@ -68,12 +68,14 @@ fn matmul_compiles_warning_free() {
     let unit = emit(&[matmul_proc()]).unwrap();
     assert!(unit.source.contains("static void weft_p_scale("));
     assert!(unit.source.contains("struct weft_win_f32_1"));
-    assert!(unit.source.contains("int32_t mm__entry("));
-    assert!(unit.header.contains("int32_t mm("));
+    assert!(unit.source.contains("int32_t kernel_mm_entry("));
+    assert!(unit
+        .header
+        .contains("int32_t kernel_mm(struct kernel_context *ctxt, "));
     assert!(!unit.header.contains("weft_p_"));
     assert_eq!(unit.entries.len(), 1);
     let e = &unit.entries[0];
-    assert_eq!(e.symbol, "mm__entry");
+    assert_eq!(e.symbol, "kernel_mm_entry");
     let written: Vec<bool> = e
         .args
         .iter()
@@ -108,7 +110,7 @@ fn matmul_runs_clean_under_sanitizers_and_validates_arguments() {
 #include <string.h>
 typedef struct weft_buffer { void *data; int32_t dtype; int32_t rank; const int64_t *shape; const int64_t *strides; } weft_buffer;
 typedef struct weft_arg { int32_t kind; int64_t i; const weft_buffer *buf; } weft_arg;
-int32_t mm__entry(const weft_arg *args, int64_t nargs, char *err, int64_t err_len);
+int32_t kernel_mm_entry(void *ctxt, const weft_arg *args, int64_t nargs, char *err, int64_t err_len);
 int main(void) {
     float A[6] = {1, 2, 3, 4, 5, 6};      /* 2x3 */
     float B[6] = {1, 0, 0, 1, 1, 1};      /* 3x2 */
@@ -121,19 +123,19 @@ int main(void) {
     weft_buffer bs = {&alpha, 8, 0, NULL, NULL};
     weft_arg args[7] = {{0, 2, NULL}, {0, 2, NULL}, {0, 3, NULL}, {2, 0, &bA}, {2, 0, &bB}, {2, 0, &bC}, {2, 0, &bs}};
     char err[256];
-    int32_t rc = mm__entry(args, 7, err, sizeof err);
+    int32_t rc = kernel_mm_entry(NULL, args, 7, err, sizeof err);
     printf("rc=%d C=%g %g %g %g\n", rc, C[0], C[1], C[2], C[3]);
-    rc = mm__entry(args, 6, err, sizeof err); printf("count=%d %s\n", rc, err);
-    args[0].kind = 1; rc = mm__entry(args, 7, err, sizeof err); printf("kind=%d %s\n", rc, err); args[0].kind = 0;
-    args[0].i = 0; rc = mm__entry(args, 7, err, sizeof err); printf("size=%d %s\n", rc, err); args[0].i = 2;
-    bA.dtype = 9; rc = mm__entry(args, 7, err, sizeof err); printf("dtype=%d %s\n", rc, err); bA.dtype = 8;
-    bA.rank = 1; rc = mm__entry(args, 7, err, sizeof err); printf("rank=%d %s\n", rc, err); bA.rank = 2;
-    sa[1] = 4; rc = mm__entry(args, 7, err, sizeof err); printf("shape=%d %s\n", rc, err); sa[1] = 3;
-    ta[0] = 4; rc = mm__entry(args, 7, err, sizeof err); printf("stride=%d %s\n", rc, err); ta[0] = 3;
-    bA.data = NULL; rc = mm__entry(args, 7, err, sizeof err); printf("null=%d %s\n", rc, err); bA.data = A;
-    rc = mm__entry(args, 7, NULL, 0); printf("noerr=%d\n", rc);
-    bC.data = A + 2; rc = mm__entry(args, 7, err, sizeof err); printf("alias=%d %s\n", rc, err); bC.data = C;
-    bB.data = A; rc = mm__entry(args, 7, err, sizeof err); printf("readalias=%d\n", rc);
+    rc = kernel_mm_entry(NULL, args, 6, err, sizeof err); printf("count=%d %s\n", rc, err);
+    args[0].kind = 1; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("kind=%d %s\n", rc, err); args[0].kind = 0;
+    args[0].i = 0; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("size=%d %s\n", rc, err); args[0].i = 2;
+    bA.dtype = 9; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("dtype=%d %s\n", rc, err); bA.dtype = 8;
+    bA.rank = 1; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("rank=%d %s\n", rc, err); bA.rank = 2;
+    sa[1] = 4; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("shape=%d %s\n", rc, err); sa[1] = 3;
+    ta[0] = 4; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("stride=%d %s\n", rc, err); ta[0] = 3;
+    bA.data = NULL; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("null=%d %s\n", rc, err); bA.data = A;
+    rc = kernel_mm_entry(NULL, args, 7, NULL, 0); printf("noerr=%d\n", rc);
+    bC.data = A + 2; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("alias=%d %s\n", rc, err); bC.data = C;
+    bB.data = A; rc = kernel_mm_entry(NULL, args, 7, err, sizeof err); printf("readalias=%d\n", rc);
     return 0;
 }
 "#;
@@ -220,7 +222,7 @@ int main(void) {{
         br = {{r, 5, 1, shape, strides}}, bx = {{x, 4, 1, shape, strides}}, bm = {{m, 4, 1, shape, strides}},
         bf = {{f, 8, 1, shape, strides}}, bc = {{c, 5, 1, shape, strides}}, bu = {{u, 2, 1, shape, strides}},
         bs = {{s, 1, 1, shape, strides}};
-    int rc = {sym}(6, &ba, &bb, &bq, &br, &bx, &bm, &bf, &bc, &bu, &bs);
+    int rc = {sym}(NULL, 6, &ba, &bb, &bq, &br, &bx, &bm, &bf, &bc, &bu, &bs);
     printf("%d\n", rc);
     for (int i = 0; i < 6; i++) printf("%d %d %u %d %u %d\n", (int) q[i], (int) r[i], (unsigned) m[i], (int) c[i], (unsigned) u[i], (int) s[i]);
     return 0;
@@ -275,7 +277,7 @@ fn hostile_names_are_sanitised() {
     let outer = q.finish();
     let unit = emit(&[outer.clone(), inner]).unwrap();
     assert!(!unit.source.contains("system(\""));
-    assert!(unit.source.contains("int32_t weft_e_int("));
+    assert!(unit.source.contains("int32_t kernel_int("));
     assert!(unit.source.contains("v___foo_"));
     compile_object("hostile", &unit.source, &[]);
     let names: Vec<&str> = unit
@@ -283,7 +285,7 @@ fn hostile_names_are_sanitised() {
         .iter()
         .map(|e| e.direct_symbol.as_str())
         .collect();
-    assert_eq!(names, vec!["weft_e_int", "weft_e_x__system__rm__"]);
+    assert_eq!(names, vec!["kernel_int", "kernel_x__system__rm__"]);
 }
 
 #[test]
@@ -329,13 +331,24 @@ fn float_literals_are_exact_and_typed() {
     compile_object("lits", &unit.source, &[]);
 }
 
+/// A file's procs include its instructions: they are not exported (a call of one is its
+/// template), so emitting every proc of a file works.
 #[test]
-fn exporting_an_instruction_is_a_diagnostic() {
+fn instructions_among_the_roots_are_not_exported() {
     let mem = dram();
-    let mut p = ProcBuilder::new("i", &mem);
-    p.instr_template("/* nothing */");
-    let e = emit(&[p.finish()]).unwrap_err();
-    assert_eq!(e.rule, "codegen");
+    let mut p = ProcBuilder::new("zero", &mem);
+    let x = p.scalar("x", DType::F64);
+    p.body().assign(&x, vec![], Expr::float(0.0));
+    p.instr_template("{x_data} = 0.0;");
+    let instr = p.finish();
+    let mut q = ProcBuilder::new("use_zero", &mem);
+    let y = q.scalar("y", DType::F64);
+    q.body().call(&instr, vec![y.all()]);
+    let unit = emit(&[instr.clone(), q.finish()]).unwrap();
+    let names: Vec<&str> = unit.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, vec!["use_zero"]);
+    compile_object("instr", &unit.source, &[]);
+    assert!(emit(&[instr]).unwrap().entries.is_empty());
 }
 
 #[test]

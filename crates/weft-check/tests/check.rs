@@ -16,6 +16,7 @@ fn mem(name: &str, addressable: bool, last_dim: Option<i64>) -> Arc<Memory> {
         addressable,
         last_dim,
         max_bytes: None,
+        isa: Vec::new(),
         span: Span::DUMMY,
     })
 }

@@ -746,9 +746,18 @@ impl<'c> Machine<'c> {
             StmtKind::Alloc { buf, ty } => {
                 let shape = self.eval_ints(env, &ty.shape)?;
                 let n = cell_count(&shape, &format!("allocation `{buf}`"), span)?;
+                // A size within the limit may still not fit in memory: an error, not an abort.
+                let mut cells = Vec::new();
+                if cells.try_reserve_exact(n).is_err() {
+                    return fail(
+                        format!("allocation `{buf}` of {n} cells does not fit in memory"),
+                        span,
+                    );
+                }
+                cells.resize(n, None);
                 self.store.push(Storage {
                     name: buf.name().to_string(),
-                    cells: Some(vec![None; n]),
+                    cells: Some(cells),
                 });
                 let view = View {
                     storage: self.store.len() - 1,

@@ -19,6 +19,7 @@
 //!     addressable: true,
 //!     last_dim: None,
 //!     max_bytes: None,
+//!     isa: Vec::new(),
 //!     span: Span::DUMMY,
 //! });
 //! let mut p = ProcBuilder::new("axpy", &dram);
@@ -83,7 +84,7 @@ mod random;
 mod scalar;
 
 pub use buffer::Buffer;
-pub use random::random_args;
+pub use random::{arg_shapes, random_args};
 pub use scalar::{Cell, Scalar};
 
 use std::collections::HashMap;
@@ -123,9 +124,10 @@ pub enum ConfigValue {
     Data(Cell),
 }
 
-/// The values of config fields, keyed by config name and field index. It persists across [`run`]
-/// calls, like the global config struct of the generated C. An unwritten data field reads as the
-/// error value; reading an unwritten control field is an [`InterpError`].
+/// The values of config fields, keyed by config name and field index: a context. It persists
+/// across the [`run`] calls given it, like the context struct (`struct NS_context`) the generated
+/// C's entry points take; a fresh one is a fresh context. An unwritten data field reads as the
+/// error value; reading an unwritten control field is an [`InterpError`] (compiled code reads 0).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConfigState {
     values: HashMap<(String, usize), ConfigValue>,

@@ -42,18 +42,35 @@ fn random_scalar(rng: &mut SplitMix64, dtype: DType) -> Scalar {
     }
 }
 
-/// Arguments for `proc`: size, index, stride and bool arguments are taken from `sizes` by argument
-/// name (bools as 0/1); buffers get the shapes their declarations give with those values and are
-/// filled with random data from `seed` (see the value ranges above). The same proc, sizes and seed
-/// always give the same arguments.
-///
-/// Errors: a control argument missing from `sizes` (all missing names are listed), a size `<= 0`,
-/// a shape that cannot be evaluated or is negative or too large.
-pub fn random_args(
+/// The element type and shape of a buffer argument.
+pub type BufShape = (DType, Vec<usize>);
+
+/// The shape and element type of each buffer argument `proc` gets at `sizes` (`None` for control
+/// arguments), without allocating anything, so a caller can check that [`random_args`]' buffers
+/// fit in memory first. Errors as [`random_args`].
+pub fn arg_shapes(
     proc: &Proc,
     sizes: &HashMap<String, i64>,
-    seed: u64,
-) -> Result<Vec<ArgValue>, InterpError> {
+) -> Result<Vec<Option<BufShape>>, InterpError> {
+    let ctrl = control_values(proc, sizes)?;
+    proc.args
+        .iter()
+        .map(|arg| match &arg.kind {
+            ArgKind::Ctrl(_) => Ok(None),
+            ArgKind::Buf(ty) => {
+                let shape = eval_shape(&ctrl, &ty.shape)?;
+                cell_count(&shape, &format!("argument `{}`", arg.sym), arg.span)?;
+                Ok(Some((ty.elem, shape.iter().map(|&d| d as usize).collect())))
+            }
+        })
+        .collect()
+}
+
+/// The control arguments of `proc` taken from `sizes` (bools as 0/1), checked.
+fn control_values(
+    proc: &Proc,
+    sizes: &HashMap<String, i64>,
+) -> Result<Vec<(weft_ir::Sym, Ctrl)>, InterpError> {
     let missing: Vec<&str> = proc
         .args
         .iter()
@@ -87,12 +104,29 @@ pub fn random_args(
             ctrl.push((arg.sym.clone(), value));
         }
     }
+    Ok(ctrl)
+}
+
+/// Arguments for `proc`: size, index, stride and bool arguments are taken from `sizes` by argument
+/// name (bools as 0/1); buffers get the shapes their declarations give with those values and are
+/// filled with random data from `seed` (see the value ranges above). The same proc, sizes and seed
+/// always give the same arguments.
+///
+/// Errors: a control argument missing from `sizes` (all missing names are listed), a size `<= 0`,
+/// a shape that cannot be evaluated or is negative or too large.
+pub fn random_args(
+    proc: &Proc,
+    sizes: &HashMap<String, i64>,
+    seed: u64,
+) -> Result<Vec<ArgValue>, InterpError> {
+    let ctrl = control_values(proc, sizes)?;
+    let shapes = arg_shapes(proc, sizes)?;
     let mut rng = SplitMix64(seed);
     let mut out = Vec::with_capacity(proc.args.len());
     let mut ctrl_values = ctrl.iter();
-    for arg in &proc.args {
-        match &arg.kind {
-            ArgKind::Ctrl(_) => match ctrl_values.next() {
+    for (arg, shape) in proc.args.iter().zip(shapes) {
+        match shape {
+            None => match ctrl_values.next() {
                 Some((_, Ctrl::Int(v))) => out.push(ArgValue::Int(*v)),
                 Some((_, Ctrl::Bool(b))) => out.push(ArgValue::Bool(*b)),
                 None => {
@@ -102,12 +136,10 @@ pub fn random_args(
                     ))
                 }
             },
-            ArgKind::Buf(ty) => {
-                let shape = eval_shape(&ctrl, &ty.shape)?;
-                let n = cell_count(&shape, &format!("argument `{}`", arg.sym), arg.span)?;
-                let values = (0..n).map(|_| random_scalar(&mut rng, ty.elem)).collect();
-                let shape = shape.iter().map(|&d| d as usize).collect();
-                out.push(ArgValue::Buf(Buffer::from_scalars(ty.elem, shape, values)));
+            Some((dtype, shape)) => {
+                let n = shape.iter().product();
+                let values = (0..n).map(|_| random_scalar(&mut rng, dtype)).collect();
+                out.push(ArgValue::Buf(Buffer::from_scalars(dtype, shape, values)));
             }
         }
     }

@@ -21,6 +21,7 @@ fn mem_eq(a: &Memory, b: &Memory) -> bool {
         && a.addressable == b.addressable
         && a.last_dim == b.last_dim
         && a.max_bytes == b.max_bytes
+        && a.isa == b.isa
 }
 
 impl Alpha {

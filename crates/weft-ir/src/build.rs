@@ -15,6 +15,7 @@
 //!     addressable: true,
 //!     last_dim: None,
 //!     max_bytes: None,
+//!     isa: Vec::new(),
 //!     span: Span::DUMMY,
 //! });
 //! let mut p = ProcBuilder::new("axpy", &dram);

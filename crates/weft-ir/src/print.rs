@@ -455,6 +455,9 @@ pub fn memory_to_string(m: &Memory) -> String {
     if let Some(b) = m.max_bytes {
         let _ = writeln!(s, "    max_bytes {b}");
     }
+    if !m.isa.is_empty() {
+        let _ = writeln!(s, "    isa {}", escape_string(&m.isa.join(", ")));
+    }
     s.push_str("}\n");
     s
 }

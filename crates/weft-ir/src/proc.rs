@@ -31,6 +31,10 @@ pub struct Memory {
     /// When set, no single buffer in this memory may be larger than this many bytes (a stack
     /// frame, a scratchpad): the checker proves it for every allocation, for all sizes.
     pub max_bytes: Option<i64>,
+    /// The instruction-set extensions its C needs (`isa "avx512f"`): code using the memory is
+    /// compiled for them, and runs only on a CPU that has them. An instruction that needs an
+    /// extension takes a buffer of such a memory.
+    pub isa: Vec<String>,
     pub span: Span,
 }
 

@@ -19,14 +19,28 @@
 //!
 //! Compiler: `cc` unless `WEFT_CC` says otherwise; flags `-O3 -march=native` unless `WEFT_CFLAGS`
 //! says otherwise; always `-std=c99 -fPIC -shared -ffp-contract=off` (no FMA contraction, so results
-//! are bit-identical to the interpreter) and `-lm`. Cache: `WEFT_CACHE_DIR`, else
-//! `$XDG_CACHE_HOME/weft`, else `~/.cache/weft`; one `<sha256>.so` per (source, compiler, compiler
-//! version, flags), written to a temporary file and renamed into place, so concurrent compiles
-//! of one kernel by several threads or processes all succeed.
+//! are bit-identical to the interpreter) and `-lm`, and for a unit whose memories declare
+//! instruction-set extensions (`isa`) the flags that enable them (`-mavx512f`), so such kernels
+//! compile whatever `WEFT_CFLAGS` says. A unit that needs an extension this CPU lacks is refused
+//! before it is compiled or loaded ([`JitError::Isa`]), never run into an illegal instruction.
+//!
+//! Cache: `WEFT_CACHE_DIR`, else `$XDG_CACHE_HOME/weft`, else `~/.cache/weft`; one `<sha256>.so`
+//! per (source, compiler, compiler version, flags), written to a temporary file, sealed with its
+//! length and hash, and renamed into place, so concurrent compiles of one kernel by several
+//! threads or processes all succeed. An entry is verified before it is loaded; a damaged one
+//! (truncated, empty, altered) is rebuilt, and temporaries of killed compiles are removed.
+//!
+//! Configuration state: [`Kernel::call`] runs on a fresh zeroed context (config fields read 0
+//! until the call writes them), so concurrent calls never share state; [`Kernel::call_with`]
+//! takes a [`Context`] the caller keeps, for state that persists across calls (of every kernel of
+//! the module, or of any module whose configs are the same).
 
 mod buffer;
+mod cache;
+pub mod isa;
 
 pub use buffer::{Arg, BufArg, Element};
+pub use weft_c::ContextInfo;
 
 use libloading::Library;
 use sha2::{Digest, Sha256};
@@ -36,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use weft_c::{arg_kind, status, EntryArgKind, EntryInfo};
+use weft_c::{arg_kind, status, CUnit, EntryArgKind, EntryInfo};
 use weft_ir::Proc;
 
 /// Everything that can go wrong in the JIT.
@@ -70,8 +84,17 @@ pub enum JitError {
     Precondition(String),
     /// A null pointer (cannot come from safe Rust; reported for completeness).
     Null(String),
-    /// A written buffer overlaps another buffer argument.
+    /// A written buffer overlaps another buffer argument, or its strides map two indices to one
+    /// element.
     Alias(String),
+    /// A control argument or window stride outside `-(2^31-1) ..= 2^31-1`.
+    Range(String),
+    /// An allocation inside the kernel failed (the message names it).
+    Alloc(String),
+    /// A [`Context`] made for other configs than the kernel's.
+    Context(String),
+    /// The kernel needs instruction-set extensions this CPU does not have.
+    Isa(String),
     /// A read-only buffer passed where the kernel writes.
     ReadOnly(String),
     /// An error code the JIT does not know.
@@ -100,6 +123,10 @@ impl fmt::Display for JitError {
             | JitError::Precondition(m)
             | JitError::Null(m)
             | JitError::Alias(m)
+            | JitError::Range(m)
+            | JitError::Alloc(m)
+            | JitError::Context(m)
+            | JitError::Isa(m)
             | JitError::ReadOnly(m) => f.write_str(m),
             JitError::Other { code, message } => write!(f, "kernel error {code}: {message}"),
         }
@@ -174,6 +201,7 @@ impl Jit {
     ) -> Result<Jit, JitError> {
         let cache_dir = cache_dir.into();
         std::fs::create_dir_all(&cache_dir).map_err(|e| io_err("creating", &cache_dir, e))?;
+        cache::sweep_temporaries(&cache_dir);
         Ok(Jit {
             cache_dir,
             cc: cc.into(),
@@ -216,51 +244,66 @@ impl Jit {
             .collect()
     }
 
-    /// The flags a unit is compiled with: [`Jit::all_flags`], and for a unit with parallel loops
-    /// the OpenMP ones.
-    fn unit_flags(&self, parallel: bool) -> Vec<String> {
+    /// The flags a unit is compiled with: [`Jit::all_flags`], those of the instruction-set
+    /// extensions it needs, and for a unit with parallel loops the OpenMP ones.
+    fn unit_flags(&self, unit: &CUnit) -> Result<Vec<String>, JitError> {
         let mut flags = self.all_flags();
-        if parallel {
+        flags.extend(
+            isa::flags(&unit.isa)
+                .map_err(|n| JitError::Isa(format!("unknown instruction-set extension '{n}'")))?,
+        );
+        if unit.parallel {
             flags.push(OPENMP_FLAG.to_string());
             flags.push(NODELETE_FLAG.to_string());
         }
-        flags
+        Ok(flags)
     }
 
     /// The cache key of a source under this compiler configuration.
-    fn key(&self, source: &str, parallel: bool) -> String {
+    fn key(&self, source: &str, flags: &[String]) -> String {
         let mut h = Sha256::new();
-        for part in [source, &self.cc, self.compiler_version()] {
+        let parts = [source, &self.cc, self.compiler_version()];
+        for part in parts.into_iter().chain(flags.iter().map(String::as_str)) {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
-        }
-        for f in self.unit_flags(parallel) {
-            h.update((f.len() as u64).to_le_bytes());
-            h.update(f.as_bytes());
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// Compile `procs` (and everything they call) into a loaded module, reusing the cache.
+    /// Instructions among `procs` are not exported.
     pub fn compile(&self, procs: &[Arc<Proc>]) -> Result<Module, JitError> {
         let unit = weft_c::emit(procs).map_err(JitError::Codegen)?;
-        let key = self.key(&unit.source, unit.parallel);
-        let so = self.cache_dir.join(format!("{key}.so"));
-        if !so.exists() {
-            self.build(&unit.source, unit.parallel, &so)?;
+        if let Some(m) = isa::missing(&unit.isa) {
+            return Err(JitError::Isa(m));
         }
-        // SAFETY: the library is generated by weft-c: it has no initialisers with side effects.
+        let flags = self.unit_flags(&unit)?;
+        let so = self
+            .cache_dir
+            .join(format!("{}.so", self.key(&unit.source, &flags)));
+        if let Err(why) = cache::verify(&so) {
+            self.build(&unit.source, &flags, &so)?;
+            cache::verify(&so).map_err(|again| {
+                JitError::Io(format!(
+                    "cache entry {} is not whole right after it was written ({why:?}, then {again:?})",
+                    so.display()
+                ))
+            })?;
+        }
+        // SAFETY: the library is generated by weft-c (no initialisers with side effects), it was
+        // verified whole just now, and entries are only ever replaced by whole ones (renames).
         let lib = unsafe { Library::new(&so) }.map_err(|e| JitError::Load(e.to_string()))?;
         Ok(Module {
             lib: Arc::new(lib),
             entries: unit.entries,
+            context: unit.context,
             path: so,
         })
     }
 
-    /// Compile `source` into `so` through uniquely named temporary files and an atomic rename.
-    /// `parallel`: the source has parallel loops, so it is compiled with the OpenMP flags.
-    fn build(&self, source: &str, parallel: bool, so: &Path) -> Result<(), JitError> {
+    /// Compile `source` with `flags` into `so` through uniquely named temporary files, seal it
+    /// (see the `cache` module) and rename it into place atomically.
+    fn build(&self, source: &str, flags: &[String], so: &Path) -> Result<(), JitError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -274,9 +317,8 @@ impl Jit {
         let c_path = self.cache_dir.join(format!("{unique}.c"));
         let tmp_so = self.cache_dir.join(format!("{unique}.so"));
         std::fs::write(&c_path, source).map_err(|e| io_err("writing", &c_path, e))?;
-        let flags = self.unit_flags(parallel);
         let mut cmd = Command::new(&self.cc);
-        cmd.args(&flags)
+        cmd.args(flags)
             .arg(&c_path)
             .arg("-o")
             .arg(&tmp_so)
@@ -312,10 +354,12 @@ impl Jit {
                 ),
             });
         }
-        std::fs::rename(&tmp_so, so).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp_so);
-            io_err("renaming into", so, e)
-        })
+        cache::seal(&tmp_so)
+            .map_err(|e| io_err("sealing", &tmp_so, e))
+            .and_then(|()| std::fs::rename(&tmp_so, so).map_err(|e| io_err("renaming into", so, e)))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp_so);
+            })
     }
 }
 
@@ -323,11 +367,42 @@ impl Jit {
 pub struct Module {
     lib: Arc<Library>,
     entries: Vec<EntryInfo>,
+    context: ContextInfo,
     path: PathBuf,
 }
 
-/// The C type of a uniform entry point `NAME__entry(args, nargs, err, err_len)`.
-pub type EntryFn = unsafe extern "C" fn(*const WeftArg, i64, *mut c_char, i64) -> i32;
+/// The C type of a uniform entry point `NS_NAME_entry(ctxt, args, nargs, err, err_len)`.
+pub type EntryFn = unsafe extern "C" fn(*mut c_void, *const WeftArg, i64, *mut c_char, i64) -> i32;
+
+/// The configuration state of the kernels of a module (`struct NS_context` in C): the values of
+/// its config fields, zero when made. [`Kernel::call_with`] reads and writes it, so what one call
+/// writes the next call given this context reads. Made by [`Module::context`] or
+/// [`Kernel::context`]; usable with every kernel whose configs are the same.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// 8-byte words, so the C struct's alignment (at most 8) is met.
+    words: Box<[u64]>,
+    info: ContextInfo,
+}
+
+impl Context {
+    fn new(info: &ContextInfo) -> Context {
+        Context {
+            words: vec![0u64; info.bytes.div_ceil(8)].into_boxed_slice(),
+            info: info.clone(),
+        }
+    }
+
+    /// Set every config field back to zero.
+    pub fn reset(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+
+    /// The configs this context holds.
+    pub fn info(&self) -> &ContextInfo {
+        &self.info
+    }
+}
 
 #[repr(C)]
 struct WeftBuffer {
@@ -357,6 +432,11 @@ impl Module {
         &self.entries
     }
 
+    /// A fresh (zeroed) context for the kernels of this module.
+    pub fn context(&self) -> Context {
+        Context::new(&self.context)
+    }
+
     /// The kernel of the exported proc `name`.
     pub fn kernel(&self, name: &str) -> Result<Kernel, JitError> {
         let info = self
@@ -373,11 +453,7 @@ impl Module {
                 .get::<EntryFn>(&sym)
                 .map_err(|e| JitError::Load(e.to_string()))?
         };
-        Ok(Kernel {
-            _lib: Some(self.lib.clone()),
-            entry: f,
-            info: info.clone(),
-        })
+        Ok(Kernel::new(Some(self.lib.clone()), f, info.clone()))
     }
 }
 
@@ -388,20 +464,32 @@ pub struct Kernel {
     _lib: Option<Arc<Library>>,
     entry: EntryFn,
     info: EntryInfo,
+    /// Why this CPU cannot run the kernel, if it cannot (see [`isa::missing`]).
+    unrunnable: Option<String>,
 }
 
 impl Kernel {
+    fn new(lib: Option<Arc<Library>>, entry: EntryFn, info: EntryInfo) -> Kernel {
+        Kernel {
+            _lib: lib,
+            entry,
+            unrunnable: isa::missing(&info.isa),
+            info,
+        }
+    }
+
+    /// A fresh (zeroed) context for this kernel (and the others of its module).
+    pub fn context(&self) -> Context {
+        Context::new(&self.info.context)
+    }
+
     /// A kernel for an entry point linked into the program ahead of time (see `weft::build`).
     ///
     /// # Safety
     /// `entry` must be the uniform entry point that weft generated for exactly the proc `info`
     /// describes.
     pub unsafe fn from_entry(entry: EntryFn, info: EntryInfo) -> Kernel {
-        Kernel {
-            _lib: None,
-            entry,
-            info,
-        }
+        Kernel::new(None, entry, info)
     }
 
     /// The entry point's description.
@@ -409,9 +497,31 @@ impl Kernel {
         &self.info
     }
 
-    /// Call the kernel. Every argument is validated (here, and again by the C entry point)
-    /// before anything runs; misuse is an error, never undefined behaviour.
+    /// Call the kernel on a fresh zeroed context (config fields read 0 until the call writes
+    /// them; nothing persists). Every argument is validated (here, and again by the C entry
+    /// point) before anything runs; misuse is an error, never undefined behaviour.
     pub fn call(&self, args: &mut [Arg<'_>]) -> Result<(), JitError> {
+        self.invoke(std::ptr::null_mut(), args)
+    }
+
+    /// Call the kernel on `ctx`: it reads the config fields earlier calls wrote into `ctx`, and
+    /// leaves its own writes there.
+    pub fn call_with(&self, ctx: &mut Context, args: &mut [Arg<'_>]) -> Result<(), JitError> {
+        let want = &self.info.context;
+        if ctx.info.signature != want.signature || ctx.words.len() * 8 < want.bytes {
+            return Err(JitError::Context(format!(
+                "'{}' takes a context of configs `{}`, given one of `{}`",
+                self.info.name, want.signature, ctx.info.signature
+            )));
+        }
+        self.invoke(ctx.words.as_mut_ptr() as *mut c_void, args)
+    }
+
+    /// Validate `args` and run the entry point on the context at `ctx` (null: a fresh one).
+    fn invoke(&self, ctx: *mut c_void, args: &mut [Arg<'_>]) -> Result<(), JitError> {
+        if let Some(m) = &self.unrunnable {
+            return Err(JitError::Isa(format!("'{}': {m}", self.info.name)));
+        }
         let params = &self.info.args;
         if args.len() != params.len() {
             return Err(JitError::ArgCount {
@@ -531,9 +641,12 @@ impl Kernel {
         let mut err = vec![0u8; 1024];
         // SAFETY: the arguments were checked above against the entry's declared kinds, and every
         // element reachable through each buffer's shape and strides lies inside its borrowed
-        // memory; the C entry validates shapes, strides and preconditions before running.
+        // memory; the C entry validates shapes, strides and preconditions before running. `ctx`
+        // is null or an exclusively borrowed context at least as large as the unit's (checked by
+        // `call_with`), the CPU has the extensions the code was compiled for (checked above).
         let rc = unsafe {
             (self.entry)(
+                ctx,
                 raw.as_ptr(),
                 raw.len() as i64,
                 err.as_mut_ptr() as *mut c_char,
@@ -559,6 +672,8 @@ impl Kernel {
             status::PRECONDITION => JitError::Precondition(message),
             status::NULL => JitError::Null(message),
             status::ALIAS => JitError::Alias(message),
+            status::RANGE => JitError::Range(message),
+            status::ALLOC => JitError::Alloc(message),
             code => JitError::Other { code, message },
         })
     }

@@ -17,7 +17,7 @@ use weft_ir::{
 
 /// What a memory declaration may contain, for the message when it contains something else.
 const MEMORY_FIELDS: &str =
-    "a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `max_bytes`) or `}`";
+    "a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `max_bytes`, `isa`) or `}`";
 
 /// Nesting limit for expressions and blocks, so that deeply nested input is an error instead of
 /// a stack overflow. Long flat operator chains, which the parser builds without recursion, are
@@ -363,6 +363,7 @@ impl<'a, 'r> Parser<'a, 'r> {
         let mut addressable = None;
         let mut last_dim = None;
         let mut max_bytes = None;
+        let mut isa = Vec::new();
         while !self.is_punct("}") {
             let key: &'static str = match self.tok() {
                 Tok::Ident(s) => match s.as_str() {
@@ -373,6 +374,7 @@ impl<'a, 'r> Parser<'a, 'r> {
                     "addressable" => "addressable",
                     "last_dim" => "last_dim",
                     "max_bytes" => "max_bytes",
+                    "isa" => "isa",
                     _ => return Err(self.expected(MEMORY_FIELDS)),
                 },
                 _ => return Err(self.expected(MEMORY_FIELDS)),
@@ -401,6 +403,26 @@ impl<'a, 'r> Parser<'a, 'r> {
                         return Err(self.expected("`true` or `false`"));
                     });
                     self.bump();
+                }
+                "isa" => {
+                    let at = self.cur_span();
+                    let text = self.string()?;
+                    isa = text
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    let well_formed = |x: &String| {
+                        x.chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.')
+                    };
+                    if let Some(bad) = isa.iter().find(|x| !well_formed(x)) {
+                        return Err(Diagnostic::new(
+                            "syntax",
+                            at,
+                            format!("`{bad}` is not an instruction-set extension name (lowercase letters, digits and `.`, like `avx512f`)"),
+                        ));
+                    }
                 }
                 "last_dim" => last_dim = Some(self.int_literal()?),
                 _ => {
@@ -435,6 +457,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             addressable: addressable.ok_or_else(|| missing("addressable"))?,
             last_dim,
             max_bytes,
+            isa,
             span,
         };
         let mem = Arc::new(mem);

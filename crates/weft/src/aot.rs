@@ -4,6 +4,7 @@
 use crate::{Error, Program};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use weft_c::CUnit;
 use weft_ir::Proc;
 
 /// The files written.
@@ -40,14 +41,17 @@ fn escape_make(p: &Path) -> String {
         .replace('$', "$$")
 }
 
-/// Write `<stem>.c`, `<stem>.h` and `<stem>.d` into `out_dir`.
+/// Write `<stem>.c`, `<stem>.h` and `<stem>.d` into `out_dir`, every exported symbol prefixed by
+/// `namespace` (see [`weft_c::names::namespace_error`]); returns the files and the unit.
 pub fn write(
     program: &Program,
     procs: &[Arc<Proc>],
     out_dir: &Path,
     stem: &str,
-) -> Result<AotFiles, Error> {
-    let unit = weft_c::emit(procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
+    namespace: &str,
+) -> Result<(AotFiles, CUnit), Error> {
+    let unit =
+        weft_c::emit_in(procs, namespace).map_err(|d| Error::new(&program.sources, vec![d]))?;
     std::fs::create_dir_all(out_dir)
         .map_err(|e| Error::message(format!("error: cannot create {}: {e}", out_dir.display())))?;
     let files = AotFiles {
@@ -70,5 +74,5 @@ pub fn write(
         std::fs::write(path, text)
             .map_err(|e| Error::message(format!("error: cannot write {}: {e}", path.display())))?;
     }
-    Ok(files)
+    Ok((files, unit))
 }

@@ -10,7 +10,8 @@
 //! }
 //! // src/main.rs
 //! include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
-//! let sgemm = kernels::sgemm(); // a weft::jit::Kernel, called like a JIT kernel
+//! let sgemm = kernels::sgemm::sgemm(); // a weft::jit::Kernel, called like a JIT kernel
+//! let same = kernels::sgemm(); // while no other file exports a proc `sgemm`
 //! ```
 //!
 //! `examples/aot-demo` is a crate that does exactly this.
@@ -18,12 +19,22 @@
 //! For each file the helper checks the program, writes `.c`, `.h` and `.d` into `OUT_DIR` (see
 //! [`crate::aot`]), compiles the C with `$CC` (default `cc`) into a static library linked into the
 //! crate, prints `cargo:rerun-if-changed` for every source and import, and writes
-//! `OUT_DIR/<name>.rs`: a module `<name>` with one function per exported proc returning a
-//! [`weft_jit::Kernel`], so AOT kernels get the same checked call API as JIT ones.
+//! `OUT_DIR/<name>.rs`: a module `<name>` with, for each file, a submodule named by the file's
+//! namespace holding one function per exported proc that returns a [`weft_jit::Kernel`], so AOT
+//! kernels get the same checked call API as JIT ones. A proc whose name no other file exports is
+//! also reachable directly as `<name>::<proc>()`.
+//!
+//! Each file's namespace is its stem made a valid namespace (lowercase letters and digits), with
+//! `2`, `3`, ... appended when an earlier file took it: it prefixes the file's C symbols
+//! (`saxpy_saxpy`), names its object and its Rust submodule, so files with the same stem or the
+//! same proc names do not collide and no proc replaces a C library symbol. A file whose memories
+//! need instruction-set extensions (`isa`) is compiled with the flags that enable them, whatever
+//! [`Build::flags`] says, and its kernels refuse to run on a CPU without them.
 
 use crate::{aot, Error};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use weft_c::{EntryArgKind, EntryInfo};
 
@@ -32,6 +43,19 @@ use weft_c::{EntryArgKind, EntryInfo};
 pub struct Build {
     files: Vec<PathBuf>,
     flags: Vec<String>,
+}
+
+/// What [`Build::generate`] made.
+#[derive(Debug)]
+pub struct Generated {
+    /// One object per file.
+    pub objects: Vec<PathBuf>,
+    /// The Rust bindings (the content of `<name>.rs`).
+    pub bindings: String,
+    /// Whether some unit has parallel loops (the program then needs the OpenMP runtime).
+    pub parallel: bool,
+    /// Every file read (sources and imports).
+    pub deps: Vec<PathBuf>,
 }
 
 fn rust_literal(info: &EntryInfo) -> String {
@@ -55,21 +79,53 @@ fn rust_literal(info: &EntryInfo) -> String {
             a.name
         );
     }
+    let isa: Vec<String> = info
+        .isa
+        .iter()
+        .map(|x| format!("{x:?}.to_string()"))
+        .collect();
     format!(
-        "weft::c::EntryInfo {{ name: {:?}.to_string(), direct_symbol: {:?}.to_string(), symbol: {:?}.to_string(), args: vec![{args}] }}",
-        info.name, info.direct_symbol, info.symbol
+        "weft::c::EntryInfo {{ name: {:?}.to_string(), direct_symbol: {:?}.to_string(), symbol: {:?}.to_string(), args: vec![{args}], context: weft::c::ContextInfo {{ signature: {:?}.to_string(), bytes: {} }}, isa: vec![{}] }}",
+        info.name,
+        info.direct_symbol,
+        info.symbol,
+        info.context.signature,
+        info.context.bytes,
+        isa.join(", ")
     )
 }
 
-/// A Rust function name for a proc: its cleaned name, as a raw identifier so that procs named
-/// like Rust keywords still work.
-fn rust_fn_name(proc: &str) -> String {
-    let clean = weft_c::names::clean(proc);
+/// A Rust identifier for a proc or namespace: its cleaned name, as a raw identifier so that
+/// names like Rust keywords still work.
+fn rust_ident(name: &str) -> String {
+    let clean = weft_c::names::clean(name);
     match clean.as_str() {
         "self" | "Self" | "super" | "crate" | "_" => format!("{clean}_"),
         _ if clean.starts_with(|c: char| c.is_ascii_digit()) => format!("k_{clean}"),
         _ => format!("r#{clean}"),
     }
+}
+
+/// The namespace of each file: its stem made a namespace, unique among the files.
+fn namespaces(files: &[PathBuf]) -> Vec<String> {
+    let mut taken = HashSet::new();
+    files
+        .iter()
+        .map(|f| {
+            let stem = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let base = weft_c::names::namespace_from(&stem);
+            let mut ns = base.clone();
+            let mut k = 2;
+            while !taken.insert(ns.clone()) {
+                ns = format!("{base}{k}");
+                k += 1;
+            }
+            ns
+        })
+        .collect()
 }
 
 impl Build {
@@ -87,7 +143,8 @@ impl Build {
     }
 
     /// Replace the optimisation flags (default `-O3`; `-std=c99 -ffp-contract=off` are always
-    /// added, since weft's semantics need them).
+    /// added, since weft's semantics need them, and so are the flags of the instruction-set
+    /// extensions a file needs).
     pub fn flags(mut self, flags: &[&str]) -> Build {
         self.flags = flags.iter().map(|s| s.to_string()).collect();
         self
@@ -100,65 +157,104 @@ impl Build {
                 .ok_or_else(|| Error::message("error: OUT_DIR is not set (run from build.rs)"))?,
         );
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-        let mut objects = Vec::new();
-        let mut parallel = false;
-        let mut bindings = format!(
-            "/// weft kernels compiled ahead of time from {:?}.\n#[allow(dead_code)]\npub mod {name} {{\n    use std::ffi::c_char;\n",
-            self.files
-        );
-        for file in &self.files {
-            let program = crate::load(file)?;
-            for dep in &program.deps {
-                println!("cargo:rerun-if-changed={}", dep.display());
-            }
-            let procs = aot::select_procs(&program, None)?;
-            let stem = file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "weft".into());
-            let files = aot::write(&program, &procs, &out, &stem)?;
-            let unit = weft_c::emit(&procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
-            let obj = out.join(format!("{stem}.o"));
-            if unit.parallel {
-                parallel = true;
-            }
-            run(Command::new(&cc)
-                .args(&self.flags)
-                .args(["-std=c99", "-ffp-contract=off", "-fPIC", "-c"])
-                .args(unit.parallel.then_some(weft_jit::OPENMP_FLAG))
-                .arg(&files.c)
-                .arg("-o")
-                .arg(&obj))?;
-            objects.push(obj);
-            for e in &unit.entries {
-                let _ = write!(
-                    bindings,
-                    "    extern \"C\" {{\n        #[link_name = {sym:?}]\n        fn {sym}(args: *const weft::jit::WeftArg, nargs: i64, err: *mut c_char, err_len: i64) -> i32;\n    }}\n    /// The kernel `{name}` of `{file}`.\n    pub fn {fname}() -> weft::jit::Kernel {{\n        // SAFETY: the symbol is the uniform entry point weft generated for this proc.\n        unsafe {{ weft::jit::Kernel::from_entry({sym}, {info}) }}\n    }}\n",
-                    sym = e.symbol,
-                    name = e.name,
-                    file = file.display(),
-                    fname = rust_fn_name(&e.name),
-                    info = rust_literal(e)
-                );
-            }
+        let generated = self.generate(name, &out, &cc)?;
+        for dep in &generated.deps {
+            println!("cargo:rerun-if-changed={}", dep.display());
         }
-        bindings.push_str("}\n");
         let lib = out.join(format!("lib{name}.a"));
         let _ = std::fs::remove_file(&lib);
-        run(Command::new("ar").arg("crs").arg(&lib).args(&objects))?;
-        std::fs::write(out.join(format!("{name}.rs")), bindings)
+        run(Command::new("ar")
+            .arg("crs")
+            .arg(&lib)
+            .args(&generated.objects))?;
+        std::fs::write(out.join(format!("{name}.rs")), &generated.bindings)
             .map_err(|e| Error::message(format!("error: writing bindings: {e}")))?;
         println!("cargo:rustc-link-search=native={}", out.display());
         println!("cargo:rustc-link-lib=static={name}");
         println!("cargo:rustc-link-lib=m");
-        if parallel {
+        if generated.parallel {
             // Parallel loops are OpenMP worksharing loops: link GCC's OpenMP runtime.
             println!("cargo:rustc-link-lib=gomp");
         }
         Ok(())
     }
-}
 
+    /// Check every file, write its C into `out` and compile it with `cc` into `out/<ns>.o`, and
+    /// make the Rust bindings of module `name` (without archiving or printing anything).
+    pub fn generate(&self, name: &str, out: &Path, cc: &str) -> Result<Generated, Error> {
+        let mut g = Generated {
+            objects: Vec::new(),
+            bindings: String::new(),
+            parallel: false,
+            deps: Vec::new(),
+        };
+        let mut modules = String::new();
+        // Each proc name with the namespaces of the files that export it.
+        let mut exporters: HashMap<String, Vec<String>> = HashMap::new();
+        for (file, ns) in self.files.iter().zip(namespaces(&self.files)) {
+            let program = crate::load(file)?;
+            g.deps.extend(program.deps.iter().cloned());
+            let procs = aot::select_procs(&program, None)?;
+            let (files, unit) = aot::write(&program, &procs, out, &ns, &ns)?;
+            let isa_flags = weft_jit::isa::flags(&unit.isa).map_err(|n| {
+                Error::message(format!(
+                    "error: {}: unknown instruction-set extension `{n}`",
+                    file.display()
+                ))
+            })?;
+            let obj = out.join(format!("{ns}.o"));
+            g.parallel |= unit.parallel;
+            run(Command::new(cc)
+                .args(&self.flags)
+                .args(&isa_flags)
+                .args(["-std=c99", "-ffp-contract=off", "-fPIC", "-c"])
+                .args(unit.parallel.then_some(weft_jit::OPENMP_FLAG))
+                .arg(&files.c)
+                .arg("-o")
+                .arg(&obj))?;
+            g.objects.push(obj);
+            let _ = write!(
+                modules,
+                "    /// The kernels of `{file}` (C namespace `{ns}`).\n    pub mod {module} {{\n        use std::ffi::{{c_char, c_void}};\n",
+                file = file.display(),
+                module = rust_ident(&ns)
+            );
+            for e in &unit.entries {
+                let _ = write!(
+                    modules,
+                    "        extern \"C\" {{\n            #[link_name = {sym:?}]\n            fn {sym}(ctxt: *mut c_void, args: *const weft::jit::WeftArg, nargs: i64, err: *mut c_char, err_len: i64) -> i32;\n        }}\n        /// The kernel `{name}` of `{file}`.\n        pub fn {fname}() -> weft::jit::Kernel {{\n            // SAFETY: the symbol is the uniform entry point weft generated for this proc.\n            unsafe {{ weft::jit::Kernel::from_entry({sym}, {info}) }}\n        }}\n",
+                    sym = e.symbol,
+                    name = e.name,
+                    file = file.display(),
+                    fname = rust_ident(&e.name),
+                    info = rust_literal(e)
+                );
+                exporters
+                    .entry(e.name.clone())
+                    .or_default()
+                    .push(ns.clone());
+            }
+            modules.push_str("    }\n");
+        }
+        let mut flat: Vec<(&String, &Vec<String>)> =
+            exporters.iter().filter(|(_, v)| v.len() == 1).collect();
+        flat.sort();
+        g.bindings = format!(
+            "/// weft kernels compiled ahead of time from {:?}.\n#[allow(dead_code)]\npub mod {name} {{\n{modules}",
+            self.files
+        );
+        for (proc, ns) in flat {
+            let _ = writeln!(
+                g.bindings,
+                "    pub use self::{}::{};",
+                rust_ident(&ns[0]),
+                rust_ident(proc)
+            );
+        }
+        g.bindings.push_str("}\n");
+        Ok(g)
+    }
+}
 fn run(cmd: &mut Command) -> Result<(), Error> {
     let shown = format!("{cmd:?}");
     let o = cmd

@@ -5,12 +5,20 @@
 //! file in one step ([`load`]), ahead-of-time output for build systems ([`aot`]), the differential
 //! runner behind `weft run` ([`run`]), and the `weft` command-line tool (`src/bin/weft.rs`).
 
+/// The JIT example of the README (`examples/jit.rs`), run as a doc test so it cannot rot; a test
+/// checks that the README shows exactly this file.
+#[doc = concat!("```\n", include_str!("../examples/jit.rs"), "```")]
+#[doc(hidden)]
+pub mod readme_jit_example {}
+
 pub mod aot;
 pub mod build;
 pub mod hostbuf;
 pub mod link;
 pub mod run;
 
+/// ndarray, whose views the JIT's call API takes ([`jit::BufArg`] converts them).
+pub use ndarray;
 pub use weft_c as c;
 pub use weft_check as check;
 pub use weft_interp as interp;
@@ -35,7 +43,6 @@ pub struct Program {
 }
 
 /// An error with its diagnostics already rendered against the sources.
-#[derive(Debug)]
 pub struct Error {
     pub diagnostics: Vec<Diagnostic>,
     pub rendered: String,
@@ -44,6 +51,14 @@ pub struct Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.rendered.trim_end())
+    }
+}
+
+/// The rendered diagnostics, as for `Display`: `fn main() -> Result<(), weft::Error>` then prints
+/// what `weft check` prints rather than a dump of the structure.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -92,6 +107,26 @@ pub fn load(path: &Path) -> Result<Program, Error> {
     load_traced(path, None, |_, _, _| {})
 }
 
+/// [`load`] for source text (`name` names it in diagnostics). Built-in libraries can be imported
+/// (`import "avx512";`), files cannot: the text has no directory.
+pub fn load_str(name: &str, text: &str) -> Result<Program, Error> {
+    let mut sources = SourceMap::new();
+    let scope = weft_syntax::Scope::prelude();
+    match weft_syntax::parse_module_in(&mut sources, name, text, &scope) {
+        Ok((module, scope)) => check_and_schedule(
+            Program {
+                module,
+                sources,
+                deps: Vec::new(),
+                scope,
+            },
+            None,
+            |_, _, _| {},
+        ),
+        Err(d) => Err(Error::new(&sources, d)),
+    }
+}
+
 /// [`load`], calling `on_step` with each schedule, each of its accepted steps, and the proc after
 /// that step. With `only`, just that schedule and the schedules it builds on are applied.
 pub fn load_traced(
@@ -99,7 +134,15 @@ pub fn load_traced(
     only: Option<&str>,
     on_step: impl FnMut(&weft_ir::ScheduleDecl, &weft_ir::SchedStep, &weft_ir::Proc),
 ) -> Result<Program, Error> {
-    let mut p = parse(path)?;
+    check_and_schedule(parse(path)?, only, on_step)
+}
+
+/// Check a parsed program, prove its parallel loops and apply its schedules (see [`load_traced`]).
+fn check_and_schedule(
+    mut p: Program,
+    only: Option<&str>,
+    on_step: impl FnMut(&weft_ir::ScheduleDecl, &weft_ir::SchedStep, &weft_ir::Proc),
+) -> Result<Program, Error> {
     if let Err(d) = weft_check::check_module(&p.module) {
         return Err(Error::new(&p.sources, d));
     }

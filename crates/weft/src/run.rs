@@ -7,8 +7,9 @@ use crate::{Error, Program};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use weft_c::CTRL_MAX;
 use weft_interp::{ArgValue, ConfigState};
-use weft_ir::Proc;
+use weft_ir::{CtrlType, Proc};
 use weft_jit::{Arg, Jit};
 
 /// What a differential run measured.
@@ -47,6 +48,100 @@ pub struct RunOptions {
     pub reps: usize,
 }
 
+/// The values of `--size NAME=VALUE` options for `proc`: every name must be a control argument
+/// of `proc`, given once (a `bool` argument takes 0 or 1).
+pub fn size_options(proc: &Proc, given: &[(String, i64)]) -> Result<HashMap<String, i64>, Error> {
+    let ctrl: Vec<&str> = proc
+        .args
+        .iter()
+        .filter(|a| a.ctrl().is_some())
+        .map(|a| a.sym.name())
+        .collect();
+    let mut out = HashMap::new();
+    for (name, v) in given {
+        if !ctrl.contains(&name.as_str()) {
+            return Err(Error::message(format!(
+                "error: `{}` has no control argument `{name}` (its control arguments: {})",
+                proc.name,
+                if ctrl.is_empty() {
+                    "none".to_string()
+                } else {
+                    ctrl.join(", ")
+                }
+            )));
+        }
+        if out.insert(name.clone(), *v).is_some() {
+            return Err(Error::message(format!(
+                "error: `--size {name}=...` is given twice"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Check the control arguments against the rule every entry point enforces: sizes in
+/// `1..=2^31-1`, indices and strides within `±(2^31-1)`, bools 0 or 1.
+fn check_control_values(proc: &Proc, sizes: &HashMap<String, i64>) -> Result<(), Error> {
+    for a in &proc.args {
+        let (Some(c), Some(&v)) = (a.ctrl(), sizes.get(a.sym.name())) else {
+            continue;
+        };
+        let ok = match c {
+            CtrlType::Size => (1..=CTRL_MAX).contains(&v),
+            CtrlType::Bool => v == 0 || v == 1,
+            _ => (-CTRL_MAX..=CTRL_MAX).contains(&v),
+        };
+        if !ok {
+            let range = match c {
+                CtrlType::Size => "1..=2147483647".to_string(),
+                CtrlType::Bool => "0 or 1".to_string(),
+                _ => "-2147483647..=2147483647".to_string(),
+            };
+            return Err(Error::message(format!(
+                "error: {} argument `{}` of `{}` is {v}; it must lie in {range}",
+                c.name(),
+                a.sym.name(),
+                proc.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The memory available for new allocations (Linux `MemAvailable`), if known.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// Refuse sizes whose argument buffers do not fit in memory (rather than letting an allocation
+/// abort the process): each cell is held twice by the interpreter (inputs and its results) and
+/// twice natively (results and one repetition's scratch copy).
+fn check_memory(proc: &Proc, sizes: &HashMap<String, i64>) -> Result<(), Error> {
+    let shapes = weft_interp::arg_shapes(proc, sizes)
+        .map_err(|e| Error::message(format!("error: {}", e.message)))?;
+    let cell = std::mem::size_of::<weft_interp::Cell>() as u128;
+    let needed: u128 = shapes
+        .iter()
+        .flatten()
+        .map(|(d, shape)| {
+            let n: u128 = shape.iter().map(|&x| x as u128).product();
+            n * (2 * cell + 2 * d.bytes() as u128)
+        })
+        .sum();
+    match available_memory() {
+        Some(avail) if needed > u128::from(avail) => Err(Error::message(format!(
+            "error: the arguments of `{}` at these sizes need about {:.1} GiB (interpreter cells and native buffers), but only {:.1} GiB are available",
+            proc.name,
+            needed as f64 / (1u64 << 30) as f64,
+            avail as f64 / (1u64 << 30) as f64
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn shape_of(a: &ArgValue) -> Vec<usize> {
     match a {
         ArgValue::Buf(b) => b.shape.clone(),
@@ -61,6 +156,8 @@ pub fn run_and_compare(
     jit: &Jit,
     opts: &RunOptions,
 ) -> Result<RunReport, Error> {
+    check_control_values(proc, &opts.sizes)?;
+    check_memory(proc, &opts.sizes)?;
     let args = weft_interp::random_args(proc, &opts.sizes, opts.seed)
         .map_err(|e| Error::message(format!("error: {}", e.message)))?;
 

@@ -161,7 +161,9 @@ fn c_writes_source_header_and_depfile() {
         c.contains("_mm512_fmadd_ps"),
         "instruction template not emitted"
     );
-    assert!(h.contains("vec_fma__entry"));
+    // Exported symbols carry the namespace (the stem, lowercase letters and digits).
+    assert!(h.contains("int32_t vecfma_vec_fma_entry("), "{h}");
+    assert!(h.contains("struct vecfma_context"), "{h}");
     assert!(d.contains("vec_fma.weft") && d.contains(':'), "{d}");
     // --proc selects one proc; a missing one is an error.
     let o = weft(&["c", &example("reduce.weft"), "--proc", "dot"]);
@@ -170,6 +172,57 @@ fn c_writes_source_header_and_depfile() {
     let o = weft(&["c", &example("reduce.weft"), "--proc", "nope"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("nope"));
+    // --namespace chooses the prefix; one that could clash is refused.
+    let o = weft(&["c", &example("reduce.weft"), "--namespace", "red2"]);
+    assert!(text(&o).contains("int32_t red2_dot("), "{}", text(&o));
+    let o = weft(&["c", &example("reduce.weft"), "--namespace", "weft"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("reserved"), "{}", text(&o));
+}
+
+/// `weft run` takes each control argument once, by its name, within the entry points' range, and
+/// refuses sizes whose buffers do not fit in memory instead of aborting.
+#[test]
+fn run_checks_its_size_options() {
+    let reduce = example("reduce.weft");
+    let run = |sizes: &[&str]| {
+        let mut args = vec!["run", &reduce, "--proc", "dot"];
+        for s in sizes {
+            args.extend(["--size", s]);
+        }
+        let o = weft(&args);
+        (o.status.code(), text(&o))
+    };
+    let (code, t) = run(&["m=3"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(
+        t.contains("no control argument `m`") && t.contains(": n"),
+        "{t}"
+    );
+    let (code, t) = run(&["n=3", "n=4"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("given twice"), "{t}");
+    let (code, t) = run(&["n=2147483648"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("1..=2147483647"), "{t}");
+    // Fits the control range, not memory: an error, not an abort with a backtrace.
+    let (code, t) = run(&["n=2147483647"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("GiB") && !t.contains("backtrace"), "{t}");
+    // A local allocation of 2^32 cells (the interpreter's limit) of 16 bytes each: refused by
+    // the allocator where it does not overcommit without bound (mode 1 would hand it out).
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if overcommit.trim() != "1" {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            &dir,
+            "alloc.weft",
+            "proc f(n: size, y: u8[2]) {\n    alloc t: u8[n, n];\n    t[0, 0] = 1;\n    y[0] = t[0, 0];\n    free t;\n}\n",
+        );
+        let o = weft(&["run", &f, "--proc", "f", "--size", "n=65536"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("does not fit in memory"), "{}", text(&o));
+    }
 }
 
 #[test]
@@ -321,7 +374,7 @@ fn sched_prints_the_scheduled_proc_and_traces_steps() {
     );
     let o = weft(&["c", &f, "--proc", "tiled"]);
     assert!(
-        o.status.success() && text(&o).contains("int32_t tiled("),
+        o.status.success() && text(&o).contains("int32_t tiled_tiled("),
         "{}",
         text(&o)
     );

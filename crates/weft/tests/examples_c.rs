@@ -87,7 +87,7 @@ fn harness(symbol: &str, args: &[ArgValue]) -> String {
     let _ = writeln!(s, "    char err[512] = {{0}};");
     let _ = writeln!(
         s,
-        "    int32_t rc = {symbol}(args, {}, err, sizeof err);",
+        "    int32_t rc = {symbol}(NULL, args, {}, err, sizeof err);",
         args.len()
     );
     let _ = writeln!(

@@ -64,6 +64,17 @@ pub fn run_with_main(tag: &str, source: &str, main_c: &str) -> String {
 
 /// [`run_with_main`] with extra compiler flags.
 pub fn run_with_main_flags(tag: &str, source: &str, main_c: &str, extra: &[&str]) -> String {
+    run_with_main_env(tag, source, main_c, extra, &[])
+}
+
+/// [`run_with_main_flags`], running the program with extra environment variables.
+pub fn run_with_main_env(
+    tag: &str,
+    source: &str,
+    main_c: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> String {
     let d = scratch(tag);
     std::fs::write(d.join("k.c"), source).unwrap();
     std::fs::write(d.join("main.c"), main_c).unwrap();
@@ -90,7 +101,10 @@ pub fn run_with_main_flags(tag: &str, source: &str, main_c: &str, extra: &[&str]
         .copied()
         .collect::<Vec<_>>(),
     );
-    let out = Command::new(d.join("prog")).output().expect("run program");
+    let out = Command::new(d.join("prog"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("run program");
     assert!(
         out.status.success(),
         "program failed: {}\n{}",

@@ -88,6 +88,11 @@ impl Gen {
             } else {
                 None
             },
+            isa: if rng.chance(30) {
+                vec!["avx512f".into(), "sse4.2".into()]
+            } else {
+                Vec::new()
+            },
             span: Span::DUMMY,
         });
         let mems = vec![

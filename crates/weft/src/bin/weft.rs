@@ -1,10 +1,9 @@
 //! The `weft` command-line tool.
 
 use clap::{Parser, Subcommand};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft::run::{run_and_compare, RunOptions};
+use weft::run::{run_and_compare, size_options, RunOptions};
 use weft::{aot, Error};
 
 #[derive(Parser)]
@@ -34,13 +33,18 @@ enum Command {
         /// Write NAME.c, NAME.h and NAME.d into this directory instead of printing the C.
         #[arg(short = 'o', long = "out-dir")]
         out_dir: Option<PathBuf>,
+        /// The prefix of the exported C symbols (lowercase letters and digits; default: NAME, the
+        /// proc's name or the file's stem, made lowercase letters and digits).
+        #[arg(long)]
+        namespace: Option<String>,
     },
     /// Run a proc on random inputs, compiled and interpreted; compare the results and time it.
     Run {
         file: PathBuf,
         #[arg(long)]
         proc: String,
-        /// A size argument, NAME=VALUE (repeat for each).
+        /// A control argument, NAME=VALUE, once for each: sizes in 1..=2147483647, indices and
+        /// strides within ±2147483647, bools 0 or 1.
         #[arg(long = "size", value_parser = parse_size)]
         sizes: Vec<(String, i64)>,
         /// Seed of the random inputs.
@@ -98,7 +102,7 @@ fn run_one(
         .clone();
     let jit = weft::jit::Jit::new().map_err(|e| Error::message(format!("error: {e}")))?;
     let opts = RunOptions {
-        sizes: sizes.iter().cloned().collect::<HashMap<_, _>>(),
+        sizes: size_options(&p, sizes)?,
         seed,
         reps,
     };
@@ -169,17 +173,19 @@ fn main() -> ExitCode {
             file,
             proc,
             out_dir,
+            namespace,
         } => {
             let program = weft::load(&file)?;
             let procs = aot::select_procs(&program, proc.as_deref())?;
+            let stem = proc.clone().unwrap_or_else(|| {
+                file.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "weft".into())
+            });
+            let namespace = namespace.unwrap_or_else(|| weft::c::names::namespace_from(&stem));
             match out_dir {
                 Some(dir) => {
-                    let stem = proc.clone().unwrap_or_else(|| {
-                        file.file_stem()
-                            .map(|s| s.to_string_lossy().into_owned())
-                            .unwrap_or_else(|| "weft".into())
-                    });
-                    let files = aot::write(&program, &procs, &dir, &stem)?;
+                    let (files, _) = aot::write(&program, &procs, &dir, &stem, &namespace)?;
                     println!(
                         "wrote {}, {}, {}",
                         files.c.display(),
@@ -188,8 +194,8 @@ fn main() -> ExitCode {
                     );
                 }
                 None => {
-                    let unit =
-                        weft::c::emit(&procs).map_err(|d| Error::new(&program.sources, vec![d]))?;
+                    let unit = weft::c::emit_in(&procs, &namespace)
+                        .map_err(|d| Error::new(&program.sources, vec![d]))?;
                     print!("{}", unit.source);
                 }
             }

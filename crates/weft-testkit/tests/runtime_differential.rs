@@ -622,13 +622,14 @@ fn config_stmt(rng: &mut StdRng, helper: Option<&str>) -> String {
     let c = rng.gen_range(1..=4);
     match rng.gen_range(0..9) {
         0 => format!("C.a = (C.a + {c}) % 7;"),
-        1 => format!("C.b = C.b - {c};"),
+        // (Kept in range: control config writes are proved within ±(2^31 - 1).)
+        1 => format!("C.b = (C.b - {c}) % 1000;"),
         2 => format!("C.s = C.s * 0.5 + {}.25;", c - 1),
         3 => "C.on = not C.on;".to_string(),
         4 => format!("C.on = C.a > {c};"),
         5 => "for i in 0..n {\n if i < C.a {\n y[i] = y[i] + C.s;\n }\n C.s = C.s + 1.0;\n }"
             .to_string(),
-        6 => "if C.on {\n y[0] = y[0] - C.s;\n } else {\n C.a = C.a + 1;\n }".to_string(),
+        6 => "if C.on {\n y[0] = y[0] - C.s;\n } else {\n C.a = (C.a + 1) % 7;\n }".to_string(),
         7 => format!("if C.b > {c} {{\n C.s = C.s + 0.5;\n y[n - 1] = C.s;\n }}"),
         _ => match helper {
             Some(h) => format!("{h}(n, y);"),

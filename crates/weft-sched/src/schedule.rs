@@ -170,7 +170,7 @@ impl Schedule {
         // counterexample.
         // (Other rules wait for the end: a step may leave an argument in another memory for a
         // later `set_memory`.)
-        let control = self.control.check_control(&r.proc).into_iter();
+        let mut control = self.control.check_control(&r.proc).into_iter();
         if let Some(d) = control.find(|d| matches!(d.rule, "overflow" | "range" | "extent")) {
             let mut e = SchedError::new(
                 prim,

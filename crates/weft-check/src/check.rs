@@ -1,6 +1,7 @@
 //! The checking walk: one pass over a proc that types every expression and, where the types
 //! allow, discharges the safety obligations of each statement with the solver.
 
+use crate::init::{self, Chunk, Defined};
 use crate::intervals::{self, Interval, VarRanges};
 use crate::smt::{CachingSolver, Solver, Term, Validity, Var, Z3Solver};
 use crate::terms::{self, sym_var, to_term, TermEnv, TermError};
@@ -65,7 +66,10 @@ enum Info {
 /// Checks procs, sharing one solver and its answer cache across them.
 pub struct Checker {
     solver: CachingSolver<Z3Solver>,
-    uses: HashMap<usize, Rc<ParamUses>>,
+    /// Caches by proc address; each keeps its proc alive, so that an address is never reused.
+    uses: HashMap<usize, (Arc<Proc>, Rc<ParamUses>)>,
+    /// What callees leave written in their buffer parameters.
+    summaries: HashMap<usize, (Arc<Proc>, Rc<Summary>)>,
     procs: usize,
     next_unknown: u64,
 }
@@ -81,6 +85,7 @@ impl Checker {
         Checker {
             solver: CachingSolver::new(Z3Solver::new()),
             uses: HashMap::new(),
+            summaries: HashMap::new(),
             procs: 0,
             next_unknown: 1 << 62,
         }
@@ -97,7 +102,7 @@ impl Checker {
 
     /// Check one proc (not its callees); returns every diagnostic found.
     pub fn check_proc(&mut self, p: &Proc) -> Vec<Diagnostic> {
-        self.walk(p, false)
+        self.walk(p, Mode::Full)
     }
 
     /// The control rules alone, for procs that scheduling rewrites build from checked ones: every
@@ -108,11 +113,18 @@ impl Checker {
     /// preconditions of calls, aliasing, ...) are not sent to the solver; type and scope errors
     /// are still reported. Returns every diagnostic found.
     pub fn check_control(&mut self, p: &Proc) -> Vec<Diagnostic> {
-        self.walk(p, true)
+        self.walk(p, Mode::Control)
     }
 
-    fn walk(&mut self, p: &Proc, control_only: bool) -> Vec<Diagnostic> {
-        self.procs += 1;
+    fn walk(&mut self, p: &Proc, mode: Mode) -> Vec<Diagnostic> {
+        self.walk_summarised(p, mode).0
+    }
+
+    /// The diagnostics of a walk of `p`, and what it leaves written in its parameters.
+    fn walk_summarised(&mut self, p: &Proc, mode: Mode) -> (Vec<Diagnostic>, Summary) {
+        if mode != Mode::Summary {
+            self.procs += 1;
+        }
         let mut w = Walk {
             ck: self,
             diags: Vec::new(),
@@ -122,25 +134,43 @@ impl Checker {
             ranges: VarRanges::new(),
             pending: Vec::new(),
             groups: 0,
-            control_only,
+            mode,
             config_reads: HashMap::new(),
+            config_known: HashMap::new(),
+            defined: Defined::default(),
+            path: Vec::new(),
+            needs_input: HashSet::new(),
             freed: HashMap::new(),
             depth: 0,
             in_instr: p.is_instr(),
         };
         // The walk recurses over expressions and blocks: deeper input is rejected before it.
         match weft_ir::limits::check_depth(p) {
-            Ok(()) => w.proc(p),
-            Err(d) => w.diags.push(d),
+            Ok(()) => {
+                w.proc(p);
+                w.flush();
+                let summary = w.summary(p);
+                (w.diags, summary)
+            }
+            Err(d) => (vec![d], Summary::default()),
         }
-        w.flush();
-        w.diags
+    }
+
+    /// The summary of `p`, walking it (without proving anything) if it was not walked yet.
+    fn summary_of(&mut self, p: &Arc<Proc>) -> Rc<Summary> {
+        let key = Arc::as_ptr(p) as usize;
+        if let Some((_, s)) = self.summaries.get(&key) {
+            return s.clone();
+        }
+        let s = Rc::new(self.walk_summarised(p, Mode::Summary).1);
+        self.summaries.insert(key, (p.clone(), s.clone()));
+        s
     }
 
     /// What `p` does with its buffer parameters (by index), through windows and calls too.
     fn param_uses(&mut self, p: &Arc<Proc>) -> Rc<ParamUses> {
         let key = Arc::as_ptr(p) as usize;
-        if let Some(w) = self.uses.get(&key) {
+        if let Some((_, w)) = self.uses.get(&key) {
             return w.clone();
         }
         let mut root: HashMap<Sym, usize> = HashMap::new();
@@ -159,7 +189,7 @@ impl Checker {
         }
         self.uses_in(&p.body, &mut root, &mut out);
         let out = Rc::new(out);
-        self.uses.insert(key, out.clone());
+        self.uses.insert(key, (p.clone(), out.clone()));
         out
     }
 
@@ -228,6 +258,31 @@ struct ParamUses {
     written: HashSet<usize>,
     /// Parameters whose strides it reads as control values (`stride(w, d)`).
     strides_read: HashSet<usize>,
+}
+
+/// Which checks a walk makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every rule.
+    Full,
+    /// The control rules ([`Checker::check_control`]).
+    Control,
+    /// None: the walk only builds the proc's [`Summary`].
+    Summary,
+    /// None: a loop body is walked ahead, for what one iteration writes (see
+    /// [`Walk::earlier_iterations`]).
+    Prewalk,
+}
+
+/// What a proc leaves written in its buffer parameters, for its callers.
+#[derive(Default)]
+struct Summary {
+    /// The chunks written in parameters.
+    defined: Defined,
+    /// Per parameter index: its symbol (buffer parameters only).
+    params: HashMap<usize, Sym>,
+    /// Parameters whose cells may be read before the proc writes them.
+    needs_input: HashSet<usize>,
 }
 
 /// Check a whole module: names are unique, and every proc is well formed and safe.
@@ -328,10 +383,20 @@ struct Walk<'c> {
     pending: Vec<Obligation>,
     /// Numbers obligation groups: of a failing group only the first failure is reported.
     groups: usize,
-    /// Only the control rules (see [`Checker::check_control`]).
-    control_only: bool,
+    /// Which checks this walk makes.
+    mode: Mode,
+    /// The cells of buffers written for sure, for the definedness of reads.
+    defined: Defined,
+    /// The branch conditions around the current point.
+    path: Vec<Term>,
+    /// Parameters (their symbols) whose cells may be read before this proc writes them
+    /// (computed in [`Mode::Summary`] only).
+    needs_input: HashSet<Sym>,
     /// Reads per config field, to name their unknowns apart.
     config_reads: HashMap<String, usize>,
+    /// The values of control config fields where they are known: written earlier in the proc,
+    /// or read with no write (nor call, nor loop iteration) since.
+    config_known: HashMap<(String, usize), Term>,
     /// Freed allocations, with the place of their `free`.
     freed: HashMap<Sym, Span>,
     depth: usize,
@@ -353,12 +418,17 @@ impl TermEnv for Walk<'_> {
         }
     }
     fn config(&mut self, config: &Config, field: usize) -> Term {
+        let key = (config.name.clone(), field);
+        if let Some(t) = self.config_known.get(&key) {
+            return t.clone();
+        }
         let t = unknown_config(
             &mut self.ck.next_unknown,
             &mut self.config_reads,
             config,
             field,
         );
+        self.config_known.insert(key, t.clone());
         // A control config field holds a value in the entry range: every write proves it.
         if let Term::IntVar(v) = &t {
             self.ranges.insert(v.id, Interval::ENTRY);
@@ -480,8 +550,10 @@ impl Walk<'_> {
 
     /// Queue an obligation for the next flush, unless intervals already prove it.
     fn add(&mut self, o: Obligation) {
-        if self.control_only && !CONTROL_RULES.contains(&o.rule) {
-            return;
+        match self.mode {
+            Mode::Full => {}
+            Mode::Control if CONTROL_RULES.contains(&o.rule) => {}
+            Mode::Control | Mode::Summary | Mode::Prewalk => return,
         }
         if intervals::truth(&o.goal, &self.ranges) == Some(true) {
             return;
@@ -616,7 +688,11 @@ impl Walk<'_> {
     fn unbind_to(&mut self, mark: usize) {
         while self.bound.len() > mark {
             if let Some(s) = self.bound.pop() {
-                self.scope.remove(&s);
+                if let Some(Info::Buf(b)) = self.scope.remove(&s) {
+                    if b.alloc_depth.is_some() {
+                        self.defined.forget(&s);
+                    }
+                }
                 self.freed.remove(&s);
             }
         }
@@ -748,6 +824,10 @@ impl Walk<'_> {
                 }
                 self.check_addressable(&b, e.span);
                 self.bounds(&b, idx, &terms, e.span, "read");
+                let cell: Option<Vec<Term>> = terms.into_iter().collect();
+                if let Some(cell) = cell {
+                    self.require_defined(&b, &cell, e.span, &show());
+                }
                 Ty::Data(b.elem)
             }
             ExprKind::Unary(op, a) => {
@@ -1149,7 +1229,7 @@ impl Walk<'_> {
             .map(|rc| match rc {
                 RootCoord::Fixed(t) => RootCoord::Fixed(t.clone()),
                 RootCoord::Dim(k, off) => {
-                    let at = Term::add(off.clone(), offsets[*k].clone());
+                    let at = terms::add_simplified(off, &offsets[*k]);
                     match &src_to_new[*k] {
                         Err(_) => RootCoord::Fixed(at),
                         Ok(nd) => RootCoord::Dim(*nd, at),
@@ -1186,6 +1266,12 @@ impl Walk<'_> {
     }
 
     fn call(&mut self, callee: &Arc<Proc>, args: &[Expr], span: Span) {
+        self.call_checks(callee, args, span);
+        // The callee may write any config field.
+        self.config_known.clear();
+    }
+
+    fn call_checks(&mut self, callee: &Arc<Proc>, args: &[Expr], span: Span) {
         if args.len() != callee.args.len() {
             self.err(
                 "call",
@@ -1208,6 +1294,7 @@ impl Walk<'_> {
         };
         let mut ok = true;
         let mut buf_args: Vec<(usize, Rc<BufInfo>)> = Vec::new();
+        let mut mismatched: Vec<(usize, Rc<BufInfo>)> = Vec::new();
         for (k, (param, arg)) in callee.args.iter().zip(args).enumerate() {
             let pname = param.sym.name();
             match &param.kind {
@@ -1274,6 +1361,11 @@ impl Walk<'_> {
                             ),
                         );
                         ok = false;
+                        // What the call writes is still written (a wrong memory, say, is
+                        // reported, but must not make later reads look undefined too).
+                        if info.rank() == bt.rank() {
+                            mismatched.push((k, info));
+                        }
                         continue;
                     }
                     // The callee assumes its window parameters' strides lie in the entry
@@ -1304,6 +1396,11 @@ impl Walk<'_> {
             }
         }
         if !ok {
+            let ctrl: HashMap<u64, Term> =
+                env.ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+            for (k, info) in buf_args.iter().chain(&mismatched) {
+                self.call_cells(callee, (*k, info), &args[*k], span, &ctrl);
+            }
             return;
         }
         // The arguments' own config reads are numbered by now: the callee's come after them.
@@ -1383,6 +1480,10 @@ impl Walk<'_> {
                 self.require(disjoint, "alias", span, msg, &[]);
             }
         }
+        let ctrl: HashMap<u64, Term> = env.ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+        for (k, info) in &buf_args {
+            self.call_cells(callee, (*k, info), &args[*k], span, &ctrl);
+        }
     }
 
     // ----- statements -----
@@ -1434,6 +1535,279 @@ impl Walk<'_> {
         self.check_addressable(&b, s.span);
         let what = if reduce { "reduction" } else { "write" };
         self.bounds(&b, idx, &terms, s.span, what);
+        let cell: Option<Vec<Term>> = terms.into_iter().collect();
+        if let Some(cell) = cell {
+            if reduce {
+                let text = format!(
+                    "{buf}[{}]",
+                    idx.iter()
+                        .map(expr_to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                self.require_defined(&b, &cell, s.span, &text);
+            }
+            self.record_write(&b, &cell);
+        }
+    }
+
+    // ----- definedness of reads (see `init`) -----
+
+    /// The root coordinates of cell `idx` of view `b`.
+    fn root_cell(b: &BufInfo, idx: &[Term]) -> Vec<Term> {
+        b.root_map
+            .iter()
+            .map(|rc| match rc {
+                RootCoord::Fixed(t) => t.clone(),
+                RootCoord::Dim(k, off) => match idx.get(*k) {
+                    Some(i) => terms::add_simplified(off, i),
+                    None => off.clone(),
+                },
+            })
+            .collect()
+    }
+
+    /// Whether `b` views a buffer allocated in this proc (whose reads must be defined).
+    fn is_local(&self, b: &BufInfo) -> bool {
+        matches!(self.scope.get(&b.root), Some(Info::Buf(r)) if r.alloc_depth.is_some())
+    }
+
+    /// Cell `idx` of `b` is written for sure from here on.
+    fn record_write(&mut self, b: &BufInfo, idx: &[Term]) {
+        self.defined.chunks.push(Chunk {
+            root: b.root.clone(),
+            idx: Self::root_cell(b, idx),
+            cond: self.path.clone(),
+            bound: Vec::new(),
+        });
+    }
+
+    /// Whether `goal` (about cells of `b`) must be proved: for a local buffer, in a full
+    /// check; for a parameter, it is asked right away in a summary, and when it fails the
+    /// parameter is noted as read before it is written.
+    fn defined_needed(&mut self, b: &BufInfo, goal: &Term) -> bool {
+        if self.is_local(b) {
+            return self.mode == Mode::Full;
+        }
+        if self.mode == Mode::Summary
+            && !self.needs_input.contains(&b.root)
+            && self.ck.solver.check_valid(&self.facts, goal) != Validity::Valid
+        {
+            self.needs_input.insert(b.root.clone());
+        }
+        false
+    }
+
+    /// A read of cell `idx` of `b` (shown as `text`) must read a cell written before, where `b`
+    /// views a local buffer (rule `init`).
+    fn require_defined(&mut self, b: &BufInfo, idx: &[Term], span: Span, text: &str) {
+        match self.mode {
+            Mode::Control | Mode::Prewalk => return,
+            Mode::Full if !self.is_local(b) => return,
+            _ => {}
+        }
+        let cell = Self::root_cell(b, idx);
+        let goal = self.defined.holds(&b.root, &cell);
+        if !self.defined_needed(b, &goal) {
+            return;
+        }
+        let msg = format!(
+            "`{text}` may read a cell of `{}` that was never written (reads of local buffers must read cells written before)",
+            b.root
+        );
+        let show: Vec<(String, &Term)> = cell
+            .iter()
+            .enumerate()
+            .map(|(d, t)| (format!("cell {d}"), t))
+            .collect();
+        let show: Vec<(&str, &Term)> = show.iter().map(|(l, t)| (l.as_str(), *t)).collect();
+        self.require(goal, "init", span, msg, &show);
+    }
+
+    /// In the body of the loop over `var` from `lo`, the iterations before the current one have
+    /// written what one iteration writes (the paper's S-SEQLOOP): when the body reads a local
+    /// buffer, it is walked ahead, without proving anything, for the chunks one iteration adds,
+    /// which then hold for `lo <= var' < var`. A walk ahead does not walk ahead again in its
+    /// inner loops, so each body is walked at most twice per enclosing level.
+    fn earlier_iterations(&mut self, var: &Sym, lo: &Term, body: &Block) {
+        if matches!(self.mode, Mode::Prewalk | Mode::Control) || !self.reads_local_in(body) {
+            return;
+        }
+        let mode = std::mem::replace(&mut self.mode, Mode::Prewalk);
+        let known = self.config_known.clone();
+        let diags = self.diags.len();
+        let start = self.defined.chunks.len();
+        self.block(body);
+        self.diags.truncate(diags);
+        self.config_known = known;
+        let one = Defined {
+            chunks: self.defined.chunks.split_off(start),
+        };
+        self.mode = mode;
+        let mut earlier = one;
+        let counter = &mut self.ck.next_unknown;
+        let name = var.name().to_string();
+        let mut fresh = || init::fresh_var(counter, &name);
+        let now = Term::IntVar(sym_var(var));
+        earlier.bind_loop(0, &sym_var(var), lo, &now, &mut fresh);
+        self.defined.chunks.extend(earlier.chunks);
+    }
+
+    /// Config field values `b` may change are no longer known (all of them, when it calls).
+    fn forget_configs_written_in(&mut self, b: &Block) {
+        let mut calls = false;
+        let mut written = Vec::new();
+        weft_ir::visit::walk_block(b, &mut |s| match &s.kind {
+            StmtKind::Call { .. } => calls = true,
+            StmtKind::WriteConfig { config, field, .. } => {
+                written.push((config.name.clone(), *field))
+            }
+            _ => {}
+        });
+        if calls {
+            self.config_known.clear();
+        }
+        for k in written {
+            self.config_known.remove(&k);
+        }
+    }
+
+    /// Whether `body` touches a buffer in scope that views a local allocation.
+    fn reads_local_in(&self, body: &Block) -> bool {
+        let mut found = false;
+        let mut note = |buf: &Sym| {
+            if let Some(Info::Buf(b)) = self.scope.get(buf) {
+                found |= self.is_local(b);
+            }
+        };
+        weft_ir::visit::walk_block(body, &mut |s| {
+            if let StmtKind::Reduce { buf, .. } = &s.kind {
+                note(buf);
+            }
+            for e in weft_ir::visit::stmt_exprs(s) {
+                weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
+                    ExprKind::Read { buf, .. } | ExprKind::Window { buf, .. } => note(buf),
+                    _ => {}
+                });
+            }
+        });
+        found
+    }
+
+    /// Fresh variables for every cell of view `b` (with their ranges, as conditions).
+    fn cells_of(&mut self, b: &BufInfo) -> Option<(Vec<Term>, Vec<Term>)> {
+        let mut cell = Vec::new();
+        let mut ranges = Vec::new();
+        for (d, n) in b.shape.iter().enumerate() {
+            let v = Term::IntVar(init::fresh_var(
+                &mut self.ck.next_unknown,
+                &format!("{}#{d}", b.sym),
+            ));
+            ranges.push(in_range(v.clone(), n.clone()?));
+            cell.push(v);
+        }
+        Some((cell, ranges))
+    }
+
+    /// What a call of `callee` does to the cells of its buffer argument `b` (parameter `k`):
+    /// where it may read them, all must be written before (rule `init`); where it writes all
+    /// of them, they are written from here on.
+    fn call_cells(
+        &mut self,
+        callee: &Arc<Proc>,
+        (k, b): (usize, &BufInfo),
+        arg: &Expr,
+        span: Span,
+        ctrl: &HashMap<u64, Term>,
+    ) {
+        let reads = self.ck.summary_of(callee).needs_input.contains(&k);
+        if reads {
+            if let Some((cell, ranges)) = self.cells_of(b) {
+                let root_cell = Self::root_cell(b, &cell);
+                let inside = self.defined.holds(&b.root, &root_cell);
+                let goal = Term::Or(vec![Term::not(Term::And(ranges)), inside]);
+                if !self.defined_needed(b, &goal) {
+                    return self.call_writes(callee, k, b, ctrl);
+                }
+                let msg = format!(
+                    "`{}` may read cells of `{}` that were never written: every cell of the argument `{}` must be written before the call",
+                    callee.name,
+                    b.root,
+                    expr_to_string(arg)
+                );
+                let show: Vec<(String, Term)> = root_cell
+                    .iter()
+                    .enumerate()
+                    .map(|(d, t)| (format!("cell {d}"), t.clone()))
+                    .collect();
+                let show: Vec<(&str, &Term)> = show.iter().map(|(l, t)| (l.as_str(), t)).collect();
+                self.require(goal, "init", span, msg, &show);
+            }
+        }
+        self.call_writes(callee, k, b, ctrl);
+    }
+
+    /// What `callee` writes for sure in its parameter `k` is written in the argument `b`: its
+    /// chunks, with the callee's control parameters replaced by the arguments (`ctrl`, by
+    /// symbol id) and its parameter's coordinates mapped to `b`'s root.
+    fn call_writes(
+        &mut self,
+        callee: &Arc<Proc>,
+        k: usize,
+        b: &BufInfo,
+        ctrl: &HashMap<u64, Term>,
+    ) {
+        let summary = self.ck.summary_of(callee);
+        let Some(param) = summary.params.get(&k) else {
+            return;
+        };
+        let sub = |t: &Term| ctrl.iter().fold(t.clone(), |t, (id, by)| t.subst(*id, by));
+        for c in summary.defined.chunks.iter().filter(|c| c.root == *param) {
+            let idx: Vec<Term> = c.idx.iter().map(sub).collect();
+            let mut cond: Vec<Term> = c.cond.iter().map(sub).collect();
+            cond.extend(self.path.iter().cloned());
+            self.defined.chunks.push(Chunk {
+                root: b.root.clone(),
+                idx: Self::root_cell(b, &idx),
+                cond,
+                bound: c
+                    .bound
+                    .iter()
+                    .map(|(v, lo, hi)| (v.clone(), sub(lo), sub(hi)))
+                    .collect(),
+            });
+        }
+    }
+
+    /// What this proc, walked to its end, leaves written in its buffer parameters.
+    fn summary(&mut self, p: &Proc) -> Summary {
+        let mut params = HashMap::new();
+        for (k, a) in p.args.iter().enumerate() {
+            if let ArgKind::Buf(_) = a.kind {
+                params.insert(k, a.sym.clone());
+            }
+        }
+        let defined = Defined {
+            chunks: self
+                .defined
+                .chunks
+                .iter()
+                .filter(|c| p.args.iter().any(|a| a.sym == c.root))
+                .cloned()
+                .collect(),
+        };
+        let needs_input = p
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| self.needs_input.contains(&a.sym))
+            .map(|(k, _)| k)
+            .collect();
+        Summary {
+            defined,
+            params,
+            needs_input,
+        }
     }
 
     fn stmt(&mut self, s: &Stmt) {
@@ -1453,10 +1827,15 @@ impl Walk<'_> {
                 let want = f.ty.ty();
                 if want.is_control() {
                     let t = self.expect_ctrl(rhs, want, "a control config field's value");
-                    if let (Some(t), Ty::Int) = (t, want) {
+                    if let (Some(t), Ty::Int) = (&t, want) {
                         let what = format!("the value written to `{}.{}`", config.name, f.name);
-                        self.require_range(&t, Interval::ENTRY, s.span, what);
+                        self.require_range(t, Interval::ENTRY, s.span, what);
                     }
+                    let key = (config.name.clone(), *field);
+                    match t {
+                        Some(t) => self.config_known.insert(key, t),
+                        None => self.config_known.remove(&key),
+                    };
                 } else if let Some(t) = self.type_of(rhs) {
                     if t != want {
                         self.err(
@@ -1474,16 +1853,30 @@ impl Walk<'_> {
             } => {
                 let c = self.expect_ctrl(cond, Ty::Bool, "an `if` condition");
                 let n = self.facts.len();
+                // Writes in a branch hold under its condition (an unknown one: never).
+                let (then_c, else_c) = match &c {
+                    Some(c) => (c.clone(), Term::not(c.clone())),
+                    None => (Term::Bool(false), Term::Bool(false)),
+                };
                 if let Some(c) = &c {
                     self.assume(c.clone());
                 }
+                let known = self.config_known.clone();
+                self.path.push(then_c);
                 self.block(then_body);
+                self.path.pop();
                 self.forget_to(n);
                 if let Some(c) = c {
                     self.assume(Term::not(c));
                 }
+                self.config_known = known;
+                self.path.push(else_c);
                 self.block(else_body);
+                self.path.pop();
                 self.forget_to(n);
+                // What a branch wrote is unknown after the `if`.
+                self.forget_configs_written_in(then_body);
+                self.forget_configs_written_in(else_body);
             }
             StmtKind::For {
                 var, lo, hi, body, ..
@@ -1519,15 +1912,35 @@ impl Walk<'_> {
                 let range = Interval::new(bound(&l, self).lo, bound(&h, self).hi - 1);
                 self.ranges
                     .insert(sym_var(var).id, range.clamp(&Interval::I64));
-                if let Some(l) = l {
-                    self.assume(Term::le(l, v.clone()));
+                if let Some(l) = &l {
+                    self.assume(Term::le(l.clone(), v.clone()));
                 }
-                if let Some(h) = h {
-                    self.assume(Term::lt(v, h));
+                if let Some(h) = &h {
+                    self.assume(Term::lt(v, h.clone()));
                 }
+                let before = self.defined.chunks.len();
+                // An iteration may see what earlier ones wrote to config fields.
+                self.forget_configs_written_in(body);
+                if let Some(l) = &l {
+                    self.earlier_iterations(var, l, body);
+                }
+                let written = self.defined.chunks.len();
                 self.block(body);
                 self.forget_to(n);
                 self.unbind_to(mark);
+                self.forget_configs_written_in(body);
+                // What the body wrote, it wrote in every iteration.
+                match (l, h) {
+                    (Some(l), Some(h)) => {
+                        let counter = &mut self.ck.next_unknown;
+                        let name = var.name().to_string();
+                        let mut fresh = || init::fresh_var(counter, &name);
+                        self.defined
+                            .bind_loop(written, &sym_var(var), &l, &h, &mut fresh);
+                    }
+                    _ => self.defined.chunks.truncate(written),
+                }
+                self.defined.chunks.drain(before..written);
             }
             StmtKind::Alloc { buf, ty } => {
                 let shape: Vec<Option<Term>> = ty

@@ -9,7 +9,8 @@ use weft_ir::{BinOp, Config, Const, Expr, ExprKind, Sym, Ty, UnOp};
 pub trait TermEnv {
     fn var(&self, sym: &Sym) -> Option<Term>;
     fn stride(&self, buf: &Sym, dim: usize) -> Option<Term>;
-    /// A config field is mutable global state: each read is an unknown value.
+    /// A config field is mutable global state: a read is an unknown value (unless the
+    /// environment knows the field's current value).
     fn config(&mut self, config: &Config, field: usize) -> Term;
 }
 
@@ -26,6 +27,15 @@ pub fn sym_var(sym: &Sym) -> Var {
     Var {
         id: sym.id(),
         name: sym.name().to_string(),
+    }
+}
+
+/// `a + b`, leaving out a constant 0.
+pub fn add_simplified(a: &Term, b: &Term) -> Term {
+    match (const_value(a), const_value(b)) {
+        (Some(0), _) => b.clone(),
+        (_, Some(0)) => a.clone(),
+        _ => Term::add(a.clone(), b.clone()),
     }
 }
 

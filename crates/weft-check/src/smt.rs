@@ -139,6 +139,13 @@ impl Term {
         }
     }
 
+    /// The number of nodes of the term.
+    pub fn size(&self) -> usize {
+        let mut kids = Vec::new();
+        self.children(&mut kids);
+        1 + kids.iter().map(|k| k.size()).sum::<usize>()
+    }
+
     /// The direct subterms, in order.
     pub fn children<'a>(&'a self, out: &mut Vec<&'a Term>) {
         match self {

@@ -226,3 +226,20 @@ fn config_values_are_known_until_they_may_change() {
     ))
     .unwrap_err();
 }
+
+/// Nested `min`/`max` use each operand twice; their terms must not double at each level (40
+/// levels would be 2^40 nodes).
+#[test]
+fn nested_min_max_stay_small() {
+    let mut e = String::from("n - 1");
+    for k in 0..40 {
+        e = if k % 2 == 0 {
+            format!("min({e}, n + {k})")
+        } else {
+            format!("max({e}, 0)")
+        };
+    }
+    let t0 = std::time::Instant::now();
+    check(&format!("proc f(n: size, x: f32[n]) {{ x[{e}] = 1.0; }}")).unwrap();
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+}

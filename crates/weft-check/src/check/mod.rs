@@ -443,7 +443,22 @@ impl TermEnv for Walk<'_> {
         }
         t
     }
+
+    fn share(&mut self, t: Term) -> Term {
+        if t.size() <= SHARED_TERM {
+            return t;
+        }
+        let var = crate::init::fresh_var(&mut self.ck.next_unknown, "min/max operand");
+        let range = intervals::interval(&t, &self.ranges, &mut Vec::new());
+        self.ranges.insert(var.id, range.clamp(&Interval::I64));
+        let v = Term::IntVar(var);
+        self.facts.push(Term::eq(v.clone(), t));
+        v
+    }
 }
+
+/// Terms larger than this (in nodes) are named by a fresh variable where `min`/`max` use them.
+const SHARED_TERM: usize = 24;
 
 /// A fresh unknown for a config read. Reads of one field are told apart in counterexamples:
 /// `C.k`, `C.k#2`, ... (each read may see another value).

@@ -243,3 +243,14 @@ fn nested_min_max_stay_small() {
     check(&format!("proc f(n: size, x: f32[n]) {{ x[{e}] = 1.0; }}")).unwrap();
     assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
 }
+
+/// An operand of a nested `min`/`max`, named apart to keep the term small, is still checked.
+#[test]
+fn overflow_inside_a_shared_min_operand_is_found() {
+    let mut e = String::from("n * 4611686018427387904 / 4611686018427387904 + 1 + 2 + 3 + 4 + 5");
+    for _ in 0..3 {
+        e = format!("min(max({e}, 0), n - 1)");
+    }
+    let d = check(&format!("proc f(n: size, x: f32[n]) {{ x[{e}] = 1.0; }}")).unwrap_err();
+    assert!(d.iter().any(|d| d.rule == "overflow"), "{d:?}");
+}

@@ -142,6 +142,7 @@ impl Checker {
             groups: 0,
             mode,
             config_reads: HashMap::new(),
+            shared_unplaced: Vec::new(),
             config_known: HashMap::new(),
             defined: Defined::default(),
             path: Vec::new(),
@@ -400,6 +401,9 @@ struct Walk<'c> {
     needs_input: HashSet<Sym>,
     /// Reads per config field, to name their unknowns apart.
     config_reads: HashMap<String, usize>,
+    /// Intermediates not placed in 64 bits inside operands that `share` named by a variable,
+    /// for the next [`Walk::fits`].
+    shared_unplaced: Vec<Term>,
     /// The values of control config fields where they are known: written earlier in the proc,
     /// or read with no write (nor call, nor loop iteration) since.
     config_known: HashMap<(String, usize), Term>,
@@ -449,7 +453,8 @@ impl TermEnv for Walk<'_> {
             return t;
         }
         let var = crate::init::fresh_var(&mut self.ck.next_unknown, "min/max operand");
-        let range = intervals::interval(&t, &self.ranges, &mut Vec::new());
+        // The operand's own intermediates are still the expression's (see `Walk::fits`).
+        let range = intervals::interval(&t, &self.ranges, &mut self.shared_unplaced);
         self.ranges.insert(var.id, range.clamp(&Interval::I64));
         let v = Term::IntVar(var);
         self.facts.push(Term::eq(v.clone(), t));
@@ -656,7 +661,7 @@ impl Walk<'_> {
     /// intermediate the program computes lies in the 64-bit range. Intervals place almost all of
     /// them; the rest go to the solver, and of one expression only the first failure is reported.
     fn fits(&mut self, e: &Expr, t: &Term) {
-        let mut unplaced = Vec::new();
+        let mut unplaced = std::mem::take(&mut self.shared_unplaced);
         intervals::interval(t, &self.ranges, &mut unplaced);
         if unplaced.is_empty() {
             return;

@@ -33,6 +33,23 @@ pub struct Chunk {
     pub bound: Vec<(Var, Term, Term)>,
 }
 
+impl Chunk {
+    /// Whether a variable that is not bound here has an id above `id` (unknowns are numbered
+    /// from 2^62 up, after every symbol).
+    pub fn mentions_unknowns_above(&self, id: u64) -> bool {
+        let mut vars = Vec::new();
+        for t in self.idx.iter().chain(&self.cond) {
+            t.vars(&mut vars);
+        }
+        for (_, lo, hi) in &self.bound {
+            lo.vars(&mut vars);
+            hi.vars(&mut vars);
+        }
+        vars.iter()
+            .any(|v| v.id > id && !self.bound.iter().any(|(b, _, _)| b.id == v.id))
+    }
+}
+
 /// The chunks known at a point of a proc.
 #[derive(Default)]
 pub struct Defined {
@@ -42,15 +59,25 @@ pub struct Defined {
 impl Defined {
     /// The loop over `var` in `lo..hi` whose body added the chunks from `mark` on has ended: they
     /// hold for every iteration. `fresh` renames the variable apart (each chunk its own copy,
-    /// so that reads in a later loop over the same symbol cannot capture it).
+    /// so that reads in a later loop over the same symbol cannot capture it). A chunk that
+    /// mentions an unknown made in the body (ids above `made_since`: a config read, say) is
+    /// dropped: that unknown may have had another value in each iteration.
     pub fn bind_loop(
         &mut self,
-        mark: usize,
+        (mark, made_since): (usize, u64),
         var: &Var,
         lo: &Term,
         hi: &Term,
         fresh: &mut dyn FnMut() -> Var,
     ) {
+        let mut k = mark;
+        while k < self.chunks.len() {
+            if self.chunks[k].mentions_unknowns_above(made_since) {
+                self.chunks.remove(k);
+            } else {
+                k += 1;
+            }
+        }
         for c in self.chunks.iter_mut().skip(mark) {
             let mentions = c
                 .idx

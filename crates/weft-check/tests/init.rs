@@ -123,3 +123,21 @@ fn partial_writes_and_reads_outside_them_are_rejected() {
     // Strided writes that leave holes.
     rejected("alloc t: f32[2 * n]; for i in 0..n { t[2 * i] = 1.0; } for i in 0..2 * n { y[0, 0] = t[i]; }");
 }
+
+/// A config field read in a loop body may have another value in each iteration: the cells
+/// written at `(i + C.k) % 2` for i = 0, 1 are not both cells (here both iterations write
+/// `t[0]`).
+#[test]
+fn writes_that_depend_on_per_iteration_unknowns_cover_nothing_after_the_loop() {
+    let text = "config C { k: index }
+        proc f(y: f32[2]) {
+            C.k = 0;
+            alloc t: f32[2];
+            for i in 0..2 { t[(i + C.k) % 2] = 1.0; C.k = C.k % 1000 + 1; }
+            y[0] = t[0];
+            y[1] = t[1];
+            free t;
+        }";
+    let d = check(text).expect_err("t[1] is never written");
+    assert!(d.iter().all(|d| d.rule == "init"), "{d:?}");
+}

@@ -85,6 +85,7 @@ impl Walk<'_> {
         if matches!(self.mode, Mode::Prewalk | Mode::Control) || !self.reads_local_in(body) {
             return;
         }
+        let made_since = self.ck.next_unknown;
         let mode = std::mem::replace(&mut self.mode, Mode::Prewalk);
         let known = self.config_known.clone();
         let diags = self.diags.len();
@@ -101,7 +102,7 @@ impl Walk<'_> {
         let name = var.name().to_string();
         let mut fresh = || init::fresh_var(counter, &name);
         let now = Term::IntVar(sym_var(var));
-        earlier.bind_loop(0, &sym_var(var), lo, &now, &mut fresh);
+        earlier.bind_loop((0, made_since), &sym_var(var), lo, &now, &mut fresh);
         self.defined.chunks.extend(earlier.chunks);
     }
 
@@ -214,7 +215,14 @@ impl Walk<'_> {
             return;
         };
         let sub = |t: &Term| ctrl.iter().fold(t.clone(), |t, (id, by)| t.subst(*id, by));
-        for c in summary.defined.chunks.iter().filter(|c| c.root == *param) {
+        // A callee's own unknowns (its config reads) may differ at each call: such chunks are
+        // left out.
+        let chunks = summary
+            .defined
+            .chunks
+            .iter()
+            .filter(|c| c.root == *param && !c.mentions_unknowns_above(1 << 62));
+        for c in chunks {
             let idx: Vec<Term> = c.idx.iter().map(sub).collect();
             let mut cond: Vec<Term> = c.cond.iter().map(sub).collect();
             cond.extend(self.path.iter().cloned());

@@ -938,6 +938,7 @@ impl Walk<'_> {
                     self.assume(Term::lt(v, h.clone()));
                 }
                 let before = self.defined.chunks.len();
+                let made_since = self.ck.next_unknown;
                 // An iteration may see what earlier ones wrote to config fields.
                 self.forget_configs_written_in(body);
                 if let Some(l) = &l {
@@ -954,8 +955,13 @@ impl Walk<'_> {
                         let counter = &mut self.ck.next_unknown;
                         let name = var.name().to_string();
                         let mut fresh = || init::fresh_var(counter, &name);
-                        self.defined
-                            .bind_loop(written, &sym_var(var), &l, &h, &mut fresh);
+                        self.defined.bind_loop(
+                            (written, made_since),
+                            &sym_var(var),
+                            &l,
+                            &h,
+                            &mut fresh,
+                        );
                     }
                     _ => self.defined.chunks.truncate(written),
                 }

@@ -17,12 +17,16 @@
 //!   positive size, and every call satisfies the callee's argument shapes and preconditions, for
 //!   *all* sizes satisfying the proc's preconditions. Obligations are decided by an SMT solver
 //!   ([`smt`], z3 by default); a failure carries a counterexample.
+//! - **Definedness** (`init`): every read of a local buffer reads a cell written before (rule
+//!   `init`), and nothing is used after its `free`, directly or through a window.
+//! - **Depth**: expressions and blocks stay within `weft_ir::limits` (rule `depth`).
 //! - **Hardware rules**: non-addressable memories are touched only by instructions, memories'
 //!   `last_dim` constraints hold, instruction templates name only their arguments.
 //! - **Aliasing**: a call never passes overlapping regions of one buffer where the callee writes
 //!   one of them, so the C backend may mark buffer parameters `restrict`.
 
 mod check;
+mod init;
 pub mod intervals;
 pub mod smt;
 pub mod terms;

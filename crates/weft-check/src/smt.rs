@@ -91,6 +91,61 @@ impl Term {
         }
     }
 
+    /// The same term with its direct subterms replaced, in order, by `kids` (as many as
+    /// [`Term::children`] gives).
+    pub fn with_children(&self, kids: Vec<Term>) -> Term {
+        let mut k = kids.into_iter();
+        let mut next = || Box::new(k.next().unwrap_or(Term::Int(0)));
+        match self {
+            Term::Int(_) | Term::Bool(_) | Term::IntVar(_) | Term::BoolVar(_) => self.clone(),
+            Term::Neg(_) => Term::Neg(next()),
+            Term::Not(_) => Term::Not(next()),
+            Term::Add(..) => Term::Add(next(), next()),
+            Term::Sub(..) => Term::Sub(next(), next()),
+            Term::Mul(..) => Term::Mul(next(), next()),
+            Term::Div(..) => Term::Div(next(), next()),
+            Term::Mod(..) => Term::Mod(next(), next()),
+            Term::Lt(..) => Term::Lt(next(), next()),
+            Term::Le(..) => Term::Le(next(), next()),
+            Term::Eq(..) => Term::Eq(next(), next()),
+            Term::Ite(..) => Term::Ite(next(), next(), next()),
+            Term::And(v) => Term::And(v.iter().map(|_| *next()).collect()),
+            Term::Or(v) => Term::Or(v.iter().map(|_| *next()).collect()),
+        }
+    }
+
+    /// The term with variable `id` replaced by `by`.
+    pub fn subst(&self, id: u64, by: &Term) -> Term {
+        match self {
+            Term::IntVar(v) | Term::BoolVar(v) if v.id == id => by.clone(),
+            Term::Int(_) | Term::Bool(_) | Term::IntVar(_) | Term::BoolVar(_) => self.clone(),
+            _ => {
+                let mut kids = Vec::new();
+                self.children(&mut kids);
+                self.with_children(kids.into_iter().map(|k| k.subst(id, by)).collect())
+            }
+        }
+    }
+
+    /// How often variable `id` occurs in the term.
+    pub fn occurrences(&self, id: u64) -> usize {
+        match self {
+            Term::IntVar(v) | Term::BoolVar(v) => usize::from(v.id == id),
+            _ => {
+                let mut kids = Vec::new();
+                self.children(&mut kids);
+                kids.iter().map(|k| k.occurrences(id)).sum()
+            }
+        }
+    }
+
+    /// The number of nodes of the term.
+    pub fn size(&self) -> usize {
+        let mut kids = Vec::new();
+        self.children(&mut kids);
+        1 + kids.iter().map(|k| k.size()).sum::<usize>()
+    }
+
     /// The direct subterms, in order.
     pub fn children<'a>(&'a self, out: &mut Vec<&'a Term>) {
         match self {

@@ -9,8 +9,15 @@ use weft_ir::{BinOp, Config, Const, Expr, ExprKind, Sym, Ty, UnOp};
 pub trait TermEnv {
     fn var(&self, sym: &Sym) -> Option<Term>;
     fn stride(&self, buf: &Sym, dim: usize) -> Option<Term>;
-    /// A config field is mutable global state: each read is an unknown value.
+    /// A config field is mutable global state: a read is an unknown value (unless the
+    /// environment knows the field's current value).
     fn config(&mut self, config: &Config, field: usize) -> Term;
+    /// A term that stands for `t`, which `min`/`max` use twice: an environment that can assume
+    /// facts may name a large `t` by a fresh variable (with the fact that they are equal), so
+    /// that nested `min`/`max` do not double the term at each level. By default, `t` itself.
+    fn share(&mut self, t: Term) -> Term {
+        t
+    }
 }
 
 /// Why an expression has no term.
@@ -26,6 +33,15 @@ pub fn sym_var(sym: &Sym) -> Var {
     Var {
         id: sym.id(),
         name: sym.name().to_string(),
+    }
+}
+
+/// `a + b`, leaving out a constant 0.
+pub fn add_simplified(a: &Term, b: &Term) -> Term {
+    match (const_value(a), const_value(b)) {
+        (Some(0), _) => b.clone(),
+        (_, Some(0)) => a.clone(),
+        _ => Term::add(a.clone(), b.clone()),
     }
 }
 
@@ -143,8 +159,15 @@ pub fn to_term(e: &Expr, env: &mut dyn TermEnv) -> Result<Term, TermError> {
                         Term::Mod(bx(x), bx(y))
                     }
                 }
-                BinOp::Min => Term::ite(Term::lt(x.clone(), y.clone()), x, y),
-                BinOp::Max => Term::ite(Term::lt(y.clone(), x.clone()), x, y),
+                BinOp::Min | BinOp::Max => {
+                    let (x, y) = (env.share(x), env.share(y));
+                    let lt = if *op == BinOp::Min {
+                        Term::lt(x.clone(), y.clone())
+                    } else {
+                        Term::lt(y.clone(), x.clone())
+                    };
+                    Term::ite(lt, x, y)
+                }
                 BinOp::Lt => Term::lt(x, y),
                 BinOp::Le => Term::le(x, y),
                 BinOp::Gt => Term::lt(y, x),

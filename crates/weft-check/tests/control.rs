@@ -196,3 +196,61 @@ fn check_control_proves_only_the_control_rules() {
     let d = weft_check::check_control(&neg).unwrap_err();
     assert_eq!((d.len(), d[0].rule), (1, "extent"), "{d:?}");
 }
+
+/// A control config field's value is known where it was written, or read, with no write, call
+/// or loop iteration since; everywhere else each read may see another value.
+#[test]
+fn config_values_are_known_until_they_may_change() {
+    let cfg = "config C { k: index }\nproc g() { C.k = 7; }\n";
+    check(&format!(
+        "{cfg}proc f(n: size, x: f32[n]) {{ C.k = n; for i in 0..C.k {{ x[i] = 1.0; }} }}"
+    ))
+    .unwrap();
+    check(&format!(
+        "{cfg}proc f(n: size, x: f32[n]) {{ if C.k >= 0 and C.k < n {{ x[C.k] = 1.0; }} }}"
+    ))
+    .unwrap();
+    // A call may change it.
+    let d = check(&format!(
+        "{cfg}proc f(n: size, x: f32[n]) {{ C.k = n; g(); for i in 0..C.k {{ x[i] = 1.0; }} }}"
+    ))
+    .unwrap_err();
+    assert!(d.iter().any(|d| d.rule == "bounds"), "{d:?}");
+    // So may an earlier iteration of a loop, or a branch.
+    check(&format!(
+        "{cfg}proc f(n: size, x: f32[n]) {{ C.k = n; for j in 0..2 {{ for i in 0..C.k {{ x[i] = 1.0; }} C.k = n + 1; }} }}"
+    ))
+    .unwrap_err();
+    check(&format!(
+        "{cfg}proc f(n: size, x: f32[n], c: bool) {{ C.k = n; if c {{ C.k = n + 1; }} for i in 0..C.k {{ x[i] = 1.0; }} }}"
+    ))
+    .unwrap_err();
+}
+
+/// Nested `min`/`max` use each operand twice; their terms must not double at each level (40
+/// levels would be 2^40 nodes).
+#[test]
+fn nested_min_max_stay_small() {
+    let mut e = String::from("n - 1");
+    for k in 0..40 {
+        e = if k % 2 == 0 {
+            format!("min({e}, n + {k})")
+        } else {
+            format!("max({e}, 0)")
+        };
+    }
+    let t0 = std::time::Instant::now();
+    check(&format!("proc f(n: size, x: f32[n]) {{ x[{e}] = 1.0; }}")).unwrap();
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+}
+
+/// An operand of a nested `min`/`max`, named apart to keep the term small, is still checked.
+#[test]
+fn overflow_inside_a_shared_min_operand_is_found() {
+    let mut e = String::from("n * 4611686018427387904 / 4611686018427387904 + 1 + 2 + 3 + 4 + 5");
+    for _ in 0..3 {
+        e = format!("min(max({e}, 0), n - 1)");
+    }
+    let d = check(&format!("proc f(n: size, x: f32[n]) {{ x[{e}] = 1.0; }}")).unwrap_err();
+    assert!(d.iter().any(|d| d.rule == "overflow"), "{d:?}");
+}

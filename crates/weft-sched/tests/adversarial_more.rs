@@ -57,7 +57,7 @@ proc p(y: f32[1] @ DRAM) {
         }
     }
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t").unwrap();
     let r = s.sink_alloc(&at);
     sound(r, &s, NONE, &cfg_states(&[], &[]), &[("C", 0)]);
@@ -83,7 +83,7 @@ proc p(y: f32[1] @ DRAM) {
         C.k = C.k % 1000 + 1;
     }
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t").unwrap();
     let r = s.sink_alloc(&at);
     sound(r, &s, NONE, &cfg_states(&[], &[]), &[("C", 0)]);
@@ -104,7 +104,7 @@ proc p(n: size, y: f32[n] @ DRAM) {
         t[1] = 3.0;
     }
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t").unwrap();
     let r = s.sink_alloc(&at);
     sound(r, &s, N, &cfg_states(&[], &[]), &[]);
@@ -147,7 +147,7 @@ fn sink_alloc_into_both_branches_keeps_uninitialised_reads() {
     y[n - 1] = x[n - 1];
     free t;
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t").unwrap();
     let r = s.sink_alloc(&at);
     sound(r, &s, N, &cfg_states(&[], &[]), &[]);
@@ -270,7 +270,7 @@ fn inline_assign_cell_read_by_the_next_iteration() {
         z[i] = t[0];
     }
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("t =").unwrap();
     let r = s.inline_assign(&at);
     sound(r, &s, N, &cfg_states(&[], &[]), &[]);
@@ -306,7 +306,7 @@ fn inline_assign_of_an_uninitialised_value() {
         y[i] = t[0] * 2.0;
     }
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("t =").unwrap();
     let r = s.inline_assign(&at);
     sound(r, &s, N, &cfg_states(&[], &[]), &[]);
@@ -477,7 +477,7 @@ fn reuse_buffer_cover_in_a_loop_that_may_not_run() {
     }
     y[n - 1] = t2[0];
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t2").unwrap();
     let r = s.reuse_buffer(&at, "t1");
     sound(r, &s, N, &cfg_states(&[], &[]), &[]);
@@ -497,7 +497,7 @@ proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
     }
     y[n - 1] = t2[0];
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t2").unwrap();
     let r = s.reuse_buffer(&at, "t1");
     sound(r, &s, N, &cfg_states(&[("C", 0)], &[0, 1]), &[("C", 0)]);
@@ -518,7 +518,7 @@ proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
     t2[0] = x[0];
     get(t2[0:2], y[n - 1:n]);
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t2").unwrap();
     let r = s.reuse_buffer(&at, "t1");
     sound(r, &s, N, &cfg_states(&[], &[]), &[]);
@@ -1333,7 +1333,7 @@ proc p(y: f32[1] @ DRAM) {
         }
     }
 }";
-    let mut s = sched(src);
+    let mut s = sched_reading_uninit(src);
     let at = s.find("alloc t").unwrap();
     let r = s.lift_alloc(&at);
     sound(r, &s, NONE, &cfg_states(&[], &[]), &[("C", 0)]);

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    arg_of, cex, module_of, rejected, rejected_at, same_for_n, same_results, sched, shows, stack,
-    text, var_of,
+    arg_of, cex, module_of, rejected, rejected_at, rejected_at_reading_uninit, same_for_n,
+    same_results, sched, shows, stack, text, var_of,
 };
 use std::sync::Arc;
 use weft_ir::{BinOp, DType, Expr, StmtKind, Sym};
@@ -315,7 +315,7 @@ fn lift_alloc_lifts_a_scratch_buffer_that_every_iteration_writes_first() {
 
 /// `lift_alloc` of `alloc t` in `src` is rejected with a message containing `message`.
 fn lift_alloc_rejected(src: &str, message: &str) -> weft_sched::SchedError {
-    rejected_at(src, "alloc t", Schedule::lift_alloc, "lift_alloc", message)
+    rejected_at_reading_uninit(src, "alloc t", Schedule::lift_alloc, "lift_alloc", message)
 }
 
 #[test]

@@ -137,7 +137,9 @@ proc instrs(x: f32[16] @ DRAM) {
     alloc u: f32[16] @ AVX512;
     alloc v: f32[16] @ AVX512;
     alloc w: f32[16] @ AVX512;
+    mm512_loadu_ps(u, x);
     mm512_loadu_ps(v, x);
+    mm512_loadu_ps(w, x);
     mm512_fmadd_ps(u, v, w);
     mm512_storeu_ps(x, v);
 }

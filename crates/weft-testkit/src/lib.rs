@@ -7,6 +7,11 @@
 //! temporary is fully written before it is read, and literals fit their type. A proc the checker
 //! rejects is therefore a generator bug or a checker bug, and the tests treat it as a failure.
 //!
+//! [`random_proc_with`] adds [`Hazards`] on request: uses after `free` through windows,
+//! constants near the 64-bit and 2^31 bounds in control expressions, loops that may have
+//! negative extents, temporaries read before they are fully written. Such procs may be unsafe;
+//! the checker must reject them or prove them safe (`tests/generated_hazards.rs`).
+//!
 //! The data expressions stay away from `exp`/`log`/`sin`/`cos`/`tanh`/`pow`, whose results differ
 //! between libm implementations; everything else (wrapping integer arithmetic, Euclidean `/` and
 //! `%`, casts in every direction, `min`/`max`, `select`, `sqrt`, `floor`, `ceil`, `abs`) must give
@@ -43,6 +48,32 @@ impl GeneratedProc {
     }
 }
 
+/// Hazards the generator may put into a proc (all off by default). A proc with hazards may
+/// break the rules the checker enforces, so the checker may reject it: tests check that it
+/// never panics, and that whatever it accepts runs without an error in the interpreter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hazards {
+    /// A window of an allocation is used after the allocation's `free`.
+    pub use_after_free: bool,
+    /// Control expressions with constants near the 64-bit and 2^31 bounds (some overflow, some
+    /// do not).
+    pub extreme_constants: bool,
+    /// Loops whose lower bound may exceed their upper bound.
+    pub negative_extents: bool,
+    /// Temporaries written only in part before they are read.
+    pub uninit_reads: bool,
+}
+
+impl Hazards {
+    /// Every hazard.
+    pub const ALL: Hazards = Hazards {
+        use_after_free: true,
+        extreme_constants: true,
+        negative_extents: true,
+        uninit_reads: true,
+    };
+}
+
 /// A random proc with a random name (`gen_` and 8 hex digits); see [`random_proc_named`].
 pub fn random_proc(rng: &mut impl Rng, dram: &Arc<Memory>) -> GeneratedProc {
     let name = format!("gen_{:08x}", rng.gen::<u32>());
@@ -52,6 +83,17 @@ pub fn random_proc(rng: &mut impl Rng, dram: &Arc<Memory>) -> GeneratedProc {
 /// A random well-typed, in-bounds proc called `name`; its helpers are called `{name}_h0`, ...
 /// Tensors live in `dram`; some temporaries use the prelude's `DRAM_STACK`.
 pub fn random_proc_named(rng: &mut impl Rng, dram: &Arc<Memory>, name: &str) -> GeneratedProc {
+    random_proc_with(rng, dram, name, Hazards::default())
+}
+
+/// A random proc as [`random_proc_named`], with `hazards` (which make it possibly unsafe, so
+/// the checker may reject it). Without hazards the same seed gives the same proc.
+pub fn random_proc_with(
+    rng: &mut impl Rng,
+    dram: &Arc<Memory>,
+    name: &str,
+    hazards: Hazards,
+) -> GeneratedProc {
     let stack = weft_syntax::std_memory("DRAM_STACK").unwrap_or_else(|| dram.clone());
     let mut p = ProcBuilder::new(name, dram);
     let n_sizes = rng.gen_range(1..=3);
@@ -75,6 +117,7 @@ pub fn random_proc_named(rng: &mut impl Rng, dram: &Arc<Memory>, name: &str) -> 
         callable: Vec::new(),
         counter: 0,
         allocs: 0,
+        hazards,
     };
     let n_tensors = g.rng.gen_range(1..=4);
     for k in 0..n_tensors {
@@ -175,6 +218,7 @@ struct Gen<'r, R: Rng> {
     counter: u64,
     /// Temporaries allocated so far (at most 3 per proc keep the procs small).
     allocs: usize,
+    hazards: Hazards,
 }
 
 /// The deepest nesting of `for`/`if` blocks.
@@ -268,10 +312,35 @@ impl<R: Rng> Gen<'_, R> {
                 cands.push(x.clone());
             }
         }
-        cands
+        let i = cands
             .choose(self.rng)
             .cloned()
-            .unwrap_or_else(|| Expr::int(0))
+            .unwrap_or_else(|| Expr::int(0));
+        if self.hazards.extreme_constants && self.rng.gen_bool(0.2) {
+            return self.extreme(i);
+        }
+        i
+    }
+
+    /// `e + c - c` or `e * c / c`, with `c` near a bound: the same value, through an
+    /// intermediate that may not fit 64 bits (the checker must then reject it).
+    fn extreme(&mut self, e: Expr) -> Expr {
+        let c = *[
+            (1i64 << 31) - 1,
+            1 << 31,
+            1 << 32,
+            1 << 62,
+            i64::MAX - 3,
+            i64::MAX,
+        ]
+        .choose(self.rng)
+        .unwrap_or(&(1 << 31));
+        if self.rng.gen_bool(0.5) {
+            e + c - c
+        } else {
+            let k = c.clamp(1, 1 << 40);
+            e * k / k
+        }
     }
 
     fn indices_for(&mut self, dims: &[Ext]) -> Vec<Expr> {
@@ -304,10 +373,26 @@ impl<R: Rng> Gen<'_, R> {
             }
         }
         // Freeing at the very end of the block keeps every later statement clear of freed buffers.
+        let mut used_after_free = Vec::new();
         for t in allocated {
-            if self.rng.gen_bool(0.5) {
-                b.free(&t);
+            if !self.rng.gen_bool(0.5) {
+                continue;
             }
+            // A hazard: a window of it, used after the free.
+            if self.hazards.use_after_free && self.rng.gen_bool(0.3) {
+                if let Some(k) = self.bufs.iter().position(|x| x.buf.sym == t.sym) {
+                    let dims = self.bufs[k].dims.clone();
+                    let name = self.fresh("w");
+                    let w = b.window(&name, &t, Vec::new());
+                    used_after_free.push((w, dims));
+                }
+            }
+            b.free(&t);
+        }
+        for (w, dims) in used_after_free {
+            let idx = self.indices_for(&dims);
+            let v = self.literal(w.elem);
+            b.assign(&w, idx, v);
         }
         self.bufs.truncate(mark_bufs);
     }
@@ -341,6 +426,8 @@ impl<R: Rng> Gen<'_, R> {
         let (lo, minus) = match self.rng.gen_range(0..5) {
             0 => (1, 0),
             1 => (0, 1),
+            // A lower bound above 1 may exceed the extent (a negative extent).
+            2 if self.hazards.negative_extents => (self.rng.gen_range(2..=4), 0),
             _ => (0, 0),
         };
         let hi = if minus == 1 {
@@ -362,6 +449,10 @@ impl<R: Rng> Gen<'_, R> {
 
     /// A control condition; the second value is a guard `loop var < extent` it establishes.
     fn gen_cond(&mut self) -> (Expr, Option<(usize, Ext)>) {
+        if self.hazards.extreme_constants && self.rng.gen_bool(0.2) {
+            let size = self.sizes[self.rng.gen_range(0..self.sizes.len())].clone();
+            return (self.extreme(size).gt(Expr::int(0)), None);
+        }
         let nl = self.loops.len();
         let size = self.sizes[self.rng.gen_range(0..self.sizes.len())].clone();
         if nl == 0 {
@@ -431,13 +522,29 @@ impl<R: Rng> Gen<'_, R> {
         let shape = dims.iter().map(|d| self.ext_expr(d)).collect();
         let name = self.fresh("t");
         let t = b.alloc(&name, elem, shape, &mem);
-        self.init_nest(b, &t, &dims, 0, Vec::new());
+        // A hazard: no write at all, or none of the first row.
+        let first = match self.hazards.uninit_reads && self.rng.gen_bool(0.3) {
+            true if dims.is_empty() || self.rng.gen_bool(0.5) => None,
+            true => Some(1),
+            false => Some(0),
+        };
+        if let Some(first) = first {
+            self.init_nest(b, &t, &dims, (0, first), Vec::new());
+        }
         self.add_buf(t.clone(), dims, !on_stack, true);
         Some(t)
     }
 
-    /// Loops over every dimension from `d` on, writing `t[idx...]` in the innermost one.
-    fn init_nest(&mut self, b: &mut BlockBuilder, t: &Buf, dims: &[Ext], d: usize, idx: Vec<Expr>) {
+    /// Loops over every dimension from `d` on, writing `t[idx...]` in the innermost one; the
+    /// loop over dimension 0 starts at `first`.
+    fn init_nest(
+        &mut self,
+        b: &mut BlockBuilder,
+        t: &Buf,
+        dims: &[Ext],
+        (d, first): (usize, i64),
+        idx: Vec<Expr>,
+    ) {
         if d == dims.len() {
             let rhs = self.gen_expr(t.elem, 2);
             b.assign(t, idx, rhs);
@@ -446,16 +553,17 @@ impl<R: Rng> Gen<'_, R> {
         let name = self.fresh("j");
         let ext = dims[d].clone();
         let hi = self.ext_expr(&ext);
-        b.for_(&name, 0, hi, |inner, var| {
+        let lo = if d == 0 { first } else { 0 };
+        b.for_(&name, lo, hi, |inner, var| {
             self.loops.push(LoopVar {
                 var: var.clone(),
-                lo: 0,
+                lo,
                 hi: ext,
                 minus: 0,
             });
             let mut idx = idx;
             idx.push(var.clone());
-            self.init_nest(inner, t, dims, d + 1, idx);
+            self.init_nest(inner, t, dims, (d + 1, 0), idx);
             self.loops.pop();
         });
     }
@@ -599,6 +707,7 @@ impl<R: Rng> Gen<'_, R> {
             callable: Vec::new(),
             counter: 0,
             allocs: 0,
+            hazards: self.hazards,
         };
         sub.add_buf(x, vec![Ext::Size(0)], true, false);
         sub.add_buf(y, vec![Ext::Size(0)], true, true);

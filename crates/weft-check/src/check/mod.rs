@@ -1,6 +1,13 @@
 //! The checking walk: one pass over a proc that types every expression and, where the types
-//! allow, discharges the safety obligations of each statement with the solver.
+//! allow, discharges the safety obligations of each statement with the solver. Expressions
+//! (`exprs`), windows and calls (`calls`) and the definedness of reads (`defined`) have files of
+//! their own.
 
+mod calls;
+mod defined;
+mod exprs;
+
+use crate::init::{self, Chunk, Defined};
 use crate::intervals::{self, Interval, VarRanges};
 use crate::smt::{CachingSolver, Solver, Term, Validity, Var, Z3Solver};
 use crate::terms::{self, sym_var, to_term, TermEnv, TermError};
@@ -11,8 +18,8 @@ use std::time::Duration;
 use weft_ir::print::expr_to_string;
 use weft_ir::visit::Deps;
 use weft_ir::{
-    ArgKind, BinOp, Block, BufType, Config, Const, CtrlType, DType, Diagnostic, Expr, ExprKind,
-    MathFn, Memory, Module, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
+    ArgKind, BinOp, Block, Config, Const, CtrlType, DType, Diagnostic, Expr, ExprKind, MathFn,
+    Memory, Module, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
 };
 
 /// Solver statistics of a check.
@@ -65,7 +72,10 @@ enum Info {
 /// Checks procs, sharing one solver and its answer cache across them.
 pub struct Checker {
     solver: CachingSolver<Z3Solver>,
-    uses: HashMap<usize, Rc<ParamUses>>,
+    /// Caches by proc address; each keeps its proc alive, so that an address is never reused.
+    uses: HashMap<usize, (Arc<Proc>, Rc<ParamUses>)>,
+    /// What callees leave written in their buffer parameters.
+    summaries: HashMap<usize, (Arc<Proc>, Rc<Summary>)>,
     procs: usize,
     next_unknown: u64,
 }
@@ -81,6 +91,7 @@ impl Checker {
         Checker {
             solver: CachingSolver::new(Z3Solver::new()),
             uses: HashMap::new(),
+            summaries: HashMap::new(),
             procs: 0,
             next_unknown: 1 << 62,
         }
@@ -97,7 +108,7 @@ impl Checker {
 
     /// Check one proc (not its callees); returns every diagnostic found.
     pub fn check_proc(&mut self, p: &Proc) -> Vec<Diagnostic> {
-        self.walk(p, false)
+        self.walk(p, Mode::Full)
     }
 
     /// The control rules alone, for procs that scheduling rewrites build from checked ones: every
@@ -108,11 +119,18 @@ impl Checker {
     /// preconditions of calls, aliasing, ...) are not sent to the solver; type and scope errors
     /// are still reported. Returns every diagnostic found.
     pub fn check_control(&mut self, p: &Proc) -> Vec<Diagnostic> {
-        self.walk(p, true)
+        self.walk(p, Mode::Control)
     }
 
-    fn walk(&mut self, p: &Proc, control_only: bool) -> Vec<Diagnostic> {
-        self.procs += 1;
+    fn walk(&mut self, p: &Proc, mode: Mode) -> Vec<Diagnostic> {
+        self.walk_summarised(p, mode).0
+    }
+
+    /// The diagnostics of a walk of `p`, and what it leaves written in its parameters.
+    fn walk_summarised(&mut self, p: &Proc, mode: Mode) -> (Vec<Diagnostic>, Summary) {
+        if mode != Mode::Summary {
+            self.procs += 1;
+        }
         let mut w = Walk {
             ck: self,
             diags: Vec::new(),
@@ -122,25 +140,44 @@ impl Checker {
             ranges: VarRanges::new(),
             pending: Vec::new(),
             groups: 0,
-            control_only,
+            mode,
             config_reads: HashMap::new(),
+            shared_unplaced: Vec::new(),
+            config_known: HashMap::new(),
+            defined: Defined::default(),
+            path: Vec::new(),
+            needs_input: HashSet::new(),
             freed: HashMap::new(),
             depth: 0,
             in_instr: p.is_instr(),
         };
         // The walk recurses over expressions and blocks: deeper input is rejected before it.
         match weft_ir::limits::check_depth(p) {
-            Ok(()) => w.proc(p),
-            Err(d) => w.diags.push(d),
+            Ok(()) => {
+                w.proc(p);
+                w.flush();
+                let summary = w.summary(p);
+                (w.diags, summary)
+            }
+            Err(d) => (vec![d], Summary::default()),
         }
-        w.flush();
-        w.diags
+    }
+
+    /// The summary of `p`, walking it (without proving anything) if it was not walked yet.
+    fn summary_of(&mut self, p: &Arc<Proc>) -> Rc<Summary> {
+        let key = Arc::as_ptr(p) as usize;
+        if let Some((_, s)) = self.summaries.get(&key) {
+            return s.clone();
+        }
+        let s = Rc::new(self.walk_summarised(p, Mode::Summary).1);
+        self.summaries.insert(key, (p.clone(), s.clone()));
+        s
     }
 
     /// What `p` does with its buffer parameters (by index), through windows and calls too.
     fn param_uses(&mut self, p: &Arc<Proc>) -> Rc<ParamUses> {
         let key = Arc::as_ptr(p) as usize;
-        if let Some(w) = self.uses.get(&key) {
+        if let Some((_, w)) = self.uses.get(&key) {
             return w.clone();
         }
         let mut root: HashMap<Sym, usize> = HashMap::new();
@@ -159,7 +196,7 @@ impl Checker {
         }
         self.uses_in(&p.body, &mut root, &mut out);
         let out = Rc::new(out);
-        self.uses.insert(key, out.clone());
+        self.uses.insert(key, (p.clone(), out.clone()));
         out
     }
 
@@ -228,6 +265,31 @@ struct ParamUses {
     written: HashSet<usize>,
     /// Parameters whose strides it reads as control values (`stride(w, d)`).
     strides_read: HashSet<usize>,
+}
+
+/// Which checks a walk makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every rule.
+    Full,
+    /// The control rules ([`Checker::check_control`]).
+    Control,
+    /// None: the walk only builds the proc's [`Summary`].
+    Summary,
+    /// None: a loop body is walked ahead, for what one iteration writes (see
+    /// [`Walk::earlier_iterations`]).
+    Prewalk,
+}
+
+/// What a proc leaves written in its buffer parameters, for its callers.
+#[derive(Default)]
+struct Summary {
+    /// The chunks written in parameters.
+    defined: Defined,
+    /// Per parameter index: its symbol (buffer parameters only).
+    params: HashMap<usize, Sym>,
+    /// Parameters whose cells may be read before the proc writes them.
+    needs_input: HashSet<usize>,
 }
 
 /// Check a whole module: names are unique, and every proc is well formed and safe.
@@ -328,10 +390,23 @@ struct Walk<'c> {
     pending: Vec<Obligation>,
     /// Numbers obligation groups: of a failing group only the first failure is reported.
     groups: usize,
-    /// Only the control rules (see [`Checker::check_control`]).
-    control_only: bool,
+    /// Which checks this walk makes.
+    mode: Mode,
+    /// The cells of buffers written for sure, for the definedness of reads.
+    defined: Defined,
+    /// The branch conditions around the current point.
+    path: Vec<Term>,
+    /// Parameters (their symbols) whose cells may be read before this proc writes them
+    /// (computed in [`Mode::Summary`] only).
+    needs_input: HashSet<Sym>,
     /// Reads per config field, to name their unknowns apart.
     config_reads: HashMap<String, usize>,
+    /// Intermediates not placed in 64 bits inside operands that `share` named by a variable,
+    /// for the next [`Walk::fits`].
+    shared_unplaced: Vec<Term>,
+    /// The values of control config fields where they are known: written earlier in the proc,
+    /// or read with no write (nor call, nor loop iteration) since.
+    config_known: HashMap<(String, usize), Term>,
     /// Freed allocations, with the place of their `free`.
     freed: HashMap<Sym, Span>,
     depth: usize,
@@ -353,12 +428,17 @@ impl TermEnv for Walk<'_> {
         }
     }
     fn config(&mut self, config: &Config, field: usize) -> Term {
+        let key = (config.name.clone(), field);
+        if let Some(t) = self.config_known.get(&key) {
+            return t.clone();
+        }
         let t = unknown_config(
             &mut self.ck.next_unknown,
             &mut self.config_reads,
             config,
             field,
         );
+        self.config_known.insert(key, t.clone());
         // A control config field holds a value in the entry range: every write proves it.
         if let Term::IntVar(v) = &t {
             self.ranges.insert(v.id, Interval::ENTRY);
@@ -367,7 +447,23 @@ impl TermEnv for Walk<'_> {
         }
         t
     }
+
+    fn share(&mut self, t: Term) -> Term {
+        if t.size() <= SHARED_TERM {
+            return t;
+        }
+        let var = crate::init::fresh_var(&mut self.ck.next_unknown, "min/max operand");
+        // The operand's own intermediates are still the expression's (see `Walk::fits`).
+        let range = intervals::interval(&t, &self.ranges, &mut self.shared_unplaced);
+        self.ranges.insert(var.id, range.clamp(&Interval::I64));
+        let v = Term::IntVar(var);
+        self.facts.push(Term::eq(v.clone(), t));
+        v
+    }
 }
+
+/// Terms larger than this (in nodes) are named by a fresh variable where `min`/`max` use them.
+const SHARED_TERM: usize = 24;
 
 /// A fresh unknown for a config read. Reads of one field are told apart in counterexamples:
 /// `C.k`, `C.k#2`, ... (each read may see another value).
@@ -480,8 +576,10 @@ impl Walk<'_> {
 
     /// Queue an obligation for the next flush, unless intervals already prove it.
     fn add(&mut self, o: Obligation) {
-        if self.control_only && !CONTROL_RULES.contains(&o.rule) {
-            return;
+        match self.mode {
+            Mode::Full => {}
+            Mode::Control if CONTROL_RULES.contains(&o.rule) => {}
+            Mode::Control | Mode::Summary | Mode::Prewalk => return,
         }
         if intervals::truth(&o.goal, &self.ranges) == Some(true) {
             return;
@@ -563,7 +661,7 @@ impl Walk<'_> {
     /// intermediate the program computes lies in the 64-bit range. Intervals place almost all of
     /// them; the rest go to the solver, and of one expression only the first failure is reported.
     fn fits(&mut self, e: &Expr, t: &Term) {
-        let mut unplaced = Vec::new();
+        let mut unplaced = std::mem::take(&mut self.shared_unplaced);
         intervals::interval(t, &self.ranges, &mut unplaced);
         if unplaced.is_empty() {
             return;
@@ -616,7 +714,11 @@ impl Walk<'_> {
     fn unbind_to(&mut self, mark: usize) {
         while self.bound.len() > mark {
             if let Some(s) = self.bound.pop() {
-                self.scope.remove(&s);
+                if let Some(Info::Buf(b)) = self.scope.remove(&s) {
+                    if b.alloc_depth.is_some() {
+                        self.defined.forget(&s);
+                    }
+                }
                 self.freed.remove(&s);
             }
         }
@@ -658,756 +760,6 @@ impl Walk<'_> {
                     format!("`{sym}` is not in scope here"),
                 );
                 None
-            }
-        }
-    }
-
-    // ----- types -----
-
-    fn type_of(&mut self, e: &Expr) -> Option<Ty> {
-        let t = self.compute_type(e)?;
-        if t != e.ty {
-            self.err(
-                "type",
-                e.span,
-                format!(
-                    "`{}` is annotated as {} but has type {t}",
-                    expr_to_string(e),
-                    e.ty
-                ),
-            );
-            return None;
-        }
-        Some(t)
-    }
-
-    fn compute_type(&mut self, e: &Expr) -> Option<Ty> {
-        let show = || expr_to_string(e);
-        Some(match &e.kind {
-            ExprKind::Const(c) => {
-                let ok = match (c, e.ty) {
-                    (Const::Int(_), Ty::Int) | (Const::Bool(_), Ty::Bool) => true,
-                    (Const::Bool(_), Ty::Data(DType::Bool)) => true,
-                    (Const::Int(v), Ty::Data(d)) if d.is_int() => {
-                        let (lo, hi) = d.int_range().unwrap_or((0, 0));
-                        if (*v as i128) < lo || (*v as i128) > hi {
-                            self.err("type", e.span, format!("literal {v} does not fit in {d}"));
-                            return None;
-                        }
-                        true
-                    }
-                    (Const::Int(_), Ty::Data(d)) | (Const::Float(_), Ty::Data(d)) => d.is_float(),
-                    _ => false,
-                };
-                if !ok {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!("literal `{}` cannot have type {}", show(), e.ty),
-                    );
-                    return None;
-                }
-                e.ty
-            }
-            ExprKind::Var(s) => match self.scope.get(s) {
-                Some(Info::Ctrl(c)) => c.ty(),
-                Some(Info::Buf(_)) => {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!("buffer `{s}` used as a control value"),
-                    );
-                    return None;
-                }
-                None => {
-                    self.err(
-                        "unknown-name",
-                        e.span,
-                        format!("`{s}` is not in scope here"),
-                    );
-                    return None;
-                }
-            },
-            ExprKind::Read { buf, idx } => {
-                let b = self.buffer(buf, e.span)?;
-                if idx.len() != b.rank() {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!(
-                            "`{buf}` has rank {} but is indexed with {} indices",
-                            b.rank(),
-                            idx.len()
-                        ),
-                    );
-                    return None;
-                }
-                let mut terms = Vec::new();
-                for i in idx {
-                    terms.push(Some(self.expect_ctrl(i, Ty::Int, "an index")?));
-                }
-                self.check_addressable(&b, e.span);
-                self.bounds(&b, idx, &terms, e.span, "read");
-                Ty::Data(b.elem)
-            }
-            ExprKind::Unary(op, a) => {
-                let t = self.type_of(a)?;
-                let ok = match op {
-                    UnOp::Neg => {
-                        matches!(t, Ty::Int) || matches!(t, Ty::Data(d) if d != DType::Bool)
-                    }
-                    UnOp::Not => matches!(t, Ty::Bool | Ty::Data(DType::Bool)),
-                };
-                if !ok {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!("`{}` cannot be applied to {t}", show()),
-                    );
-                    return None;
-                }
-                t
-            }
-            ExprKind::Binary(op, a, b) => {
-                let ta = self.type_of(a);
-                let tb = self.type_of(b);
-                let (ta, tb) = (ta?, tb?);
-                if ta != tb {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!(
-                            "operands of `{}` have different types: {ta} and {tb} (weft inserts no implicit conversions; write a cast)",
-                            op.symbol()
-                        ),
-                    );
-                    return None;
-                }
-                let is_bool = matches!(ta, Ty::Bool | Ty::Data(DType::Bool));
-                let is_float = matches!(ta, Ty::Data(d) if d.is_float());
-                let ok = if op.is_logic() {
-                    is_bool
-                } else if matches!(op, BinOp::Eq | BinOp::Ne) {
-                    !matches!(ta, Ty::Buffer(_))
-                } else {
-                    !(is_bool || matches!(ta, Ty::Buffer(_)) || (*op == BinOp::Mod && is_float))
-                };
-                if !ok {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!("`{}` is not defined on {ta}", op.symbol()),
-                    );
-                    return None;
-                }
-                if op.is_comparison() {
-                    ta.bool_like()
-                } else {
-                    ta
-                }
-            }
-            ExprKind::Select(c, a, b) => {
-                let tc = if c.ty == Ty::Bool && !e.ty.is_control() {
-                    // A control condition of a data `select` is control arithmetic too.
-                    self.expect_ctrl(c, Ty::Bool, "a `select` condition")
-                        .map(|_| Ty::Bool)
-                } else {
-                    self.type_of(c)
-                };
-                let ta = self.type_of(a);
-                let tb = self.type_of(b);
-                let (tc, ta, tb) = (tc?, ta?, tb?);
-                if !matches!(tc, Ty::Bool | Ty::Data(DType::Bool)) {
-                    self.err(
-                        "type",
-                        c.span,
-                        format!("the condition of `select` must be a bool, found {tc}"),
-                    );
-                    return None;
-                }
-                if ta != tb {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!("the branches of `select` have different types: {ta} and {tb}"),
-                    );
-                    return None;
-                }
-                if matches!(tc, Ty::Data(_)) && ta.is_control() {
-                    self.err(
-                        "data-dependent-control",
-                        e.span,
-                        "a control value cannot be selected by a data condition",
-                    );
-                    return None;
-                }
-                ta
-            }
-            ExprKind::Cast(to, a) => {
-                let t = if a.ty.is_control() {
-                    // The operand is computed with control arithmetic before the conversion.
-                    self.expect_ctrl(a, a.ty, "a cast operand").map(|_| a.ty)?
-                } else {
-                    self.type_of(a)?
-                };
-                if matches!(t, Ty::Buffer(_)) {
-                    self.err("type", e.span, "a buffer cannot be cast");
-                    return None;
-                }
-                Ty::Data(*to)
-            }
-            ExprKind::Math(f, args) => {
-                if args.len() != f.arity() {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!(
-                            "`{}` takes {} arguments, found {}",
-                            f.name(),
-                            f.arity(),
-                            args.len()
-                        ),
-                    );
-                    return None;
-                }
-                let mut tys = Vec::new();
-                for a in args {
-                    tys.push(self.type_of(a));
-                }
-                let tys: Option<Vec<Ty>> = tys.into_iter().collect();
-                let tys = tys?;
-                let t = tys[0];
-                let ok = tys.iter().all(|x| *x == t)
-                    && match t {
-                        Ty::Data(d) => d.is_float() || (*f == MathFn::Abs && d.is_int()),
-                        _ => false,
-                    };
-                if !ok {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!(
-                            "`{}` needs float data arguments of one type, found {}",
-                            f.name(),
-                            tys.iter()
-                                .map(|t| t.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    );
-                    return None;
-                }
-                t
-            }
-            ExprKind::Window { .. } => {
-                self.err(
-                    "type",
-                    e.span,
-                    "a window can only be a call argument or bound by `let`",
-                );
-                return None;
-            }
-            ExprKind::Stride { buf, dim } => {
-                let b = self.buffer(buf, e.span)?;
-                if *dim >= b.rank() {
-                    self.err(
-                        "type",
-                        e.span,
-                        format!(
-                            "`{buf}` has rank {}, so it has no dimension {dim}",
-                            b.rank()
-                        ),
-                    );
-                    return None;
-                }
-                Ty::Int
-            }
-            ExprKind::ReadConfig { config, field } => match config.fields.get(*field) {
-                Some(f) => f.ty.ty(),
-                None => {
-                    self.err(
-                        "unknown-name",
-                        e.span,
-                        format!("config `{}` has no field {field}", config.name),
-                    );
-                    return None;
-                }
-            },
-        })
-    }
-
-    /// Type-check a control expression and translate it to a term.
-    fn expect_ctrl(&mut self, e: &Expr, want: Ty, what: &str) -> Option<Term> {
-        let t = self.type_of(e)?;
-        if let Ty::Data(_) = t {
-            self.err(
-                "data-dependent-control",
-                e.span,
-                format!(
-                    "{what} depends on data (`{}` has type {t}); control values cannot be computed from buffer contents",
-                    expr_to_string(e)
-                ),
-            );
-            return None;
-        }
-        if t != want {
-            self.err(
-                "type",
-                e.span,
-                format!("{what} must be a {want}, found {t}"),
-            );
-            return None;
-        }
-        match to_term(e, self) {
-            Ok(t) => {
-                self.fits(e, &t);
-                Some(t)
-            }
-            Err(TermError::NotQuasiAffine(sub)) => {
-                self.err(
-                    "quasi-affine",
-                    sub.span.to(e.span),
-                    format!(
-                        "`{}` is not quasi-affine: control arithmetic may multiply, divide and take remainders only by constants (and divide only by positive ones)",
-                        expr_to_string(&sub)
-                    ),
-                );
-                None
-            }
-            Err(TermError::NotControl(sub)) => {
-                self.err(
-                    "type",
-                    sub.span.to(e.span),
-                    format!("`{}` is not a control value", expr_to_string(&sub)),
-                );
-                None
-            }
-            Err(TermError::Unbound(s)) => {
-                self.err(
-                    "unknown-name",
-                    e.span,
-                    format!("`{s}` is not in scope here"),
-                );
-                None
-            }
-        }
-    }
-
-    fn check_addressable(&mut self, b: &BufInfo, span: Span) {
-        if !b.mem.addressable && !self.in_instr {
-            self.err(
-                "memory",
-                span,
-                format!(
-                    "`{}` lives in memory {}, which is not addressable: only instructions may access it",
-                    b.sym, b.mem.name
-                ),
-            );
-        }
-    }
-
-    fn check_last_dim(&mut self, sym: &Sym, mem: &Memory, shape: &[Expr], span: Span) {
-        if let Some(want) = mem.last_dim {
-            let last = shape.last().and_then(|e| e.as_int_const());
-            if last != Some(want) {
-                self.err(
-                    "memory",
-                    span,
-                    format!(
-                        "memory {} requires the innermost dimension of `{sym}` to be the constant {want}",
-                        mem.name
-                    ),
-                );
-            }
-        }
-    }
-
-    /// A memory with a capacity (`max_bytes`, a stack frame or a scratchpad) holds only
-    /// allocations proved to fit, for every size the preconditions allow.
-    fn check_max_bytes(&mut self, sym: &Sym, ty: &BufType, shape: &[Option<Term>], span: Span) {
-        let Some(max) = ty.mem.max_bytes else {
-            return;
-        };
-        let mut bytes = Term::Int(ty.elem.bytes() as i64);
-        for t in shape {
-            let Some(t) = t else {
-                return; // reported as a size that is not a control expression
-            };
-            bytes = Term::mul(bytes, t.clone());
-        }
-        let msg = format!(
-            "`{sym}` may not fit memory {}, which holds at most {max} bytes per buffer (use a \
-             memory without a limit, such as DRAM, or bound the sizes with a precondition)",
-            ty.mem.name
-        );
-        self.require(
-            Term::le(bytes.clone(), Term::Int(max)),
-            "memory",
-            span,
-            msg,
-            &[("bytes", &bytes)],
-        );
-    }
-
-    fn bounds(
-        &mut self,
-        b: &BufInfo,
-        idx: &[Expr],
-        terms: &[Option<Term>],
-        span: Span,
-        what: &str,
-    ) {
-        for (d, (i, e)) in terms.iter().zip(idx).enumerate() {
-            let (Some(i), Some(n)) = (i, b.shape[d].clone()) else {
-                continue;
-            };
-            let msg = format!(
-                "{what} of `{}` may be out of bounds: index `{}` in dimension {d} must lie in 0..{}",
-                b.sym,
-                expr_to_string(e),
-                b.shape_text[d]
-            );
-            self.require(
-                in_range(i.clone(), n.clone()),
-                "bounds",
-                span,
-                msg,
-                &[("index", i), ("extent", &n)],
-            );
-        }
-    }
-
-    // ----- windows and calls -----
-
-    fn window(&mut self, e: &Expr) -> Option<Rc<BufInfo>> {
-        let ExprKind::Window { buf, coords } = &e.kind else {
-            self.err(
-                "type",
-                e.span,
-                format!("`{}` is not a buffer or window", expr_to_string(e)),
-            );
-            return None;
-        };
-        let src = self.buffer(buf, e.span)?;
-        if coords.is_empty() {
-            return Some(src);
-        }
-        if coords.len() != src.rank() {
-            self.err(
-                "type",
-                e.span,
-                format!(
-                    "`{buf}` has rank {} but the window has {} coordinates",
-                    src.rank(),
-                    coords.len()
-                ),
-            );
-            return None;
-        }
-        let mut shape = Vec::new();
-        let mut shape_text = Vec::new();
-        let mut strides = Vec::new();
-        let mut src_to_new: Vec<Result<usize, Term>> = Vec::new();
-        let mut offsets = Vec::new();
-        let mut ok = true;
-        for (d, c) in coords.iter().enumerate() {
-            let n = src.shape[d].clone();
-            match c {
-                WinCoord::Point(p) => {
-                    let Some(pt) = self.expect_ctrl(p, Ty::Int, "a window coordinate") else {
-                        ok = false;
-                        continue;
-                    };
-                    if let Some(n) = n {
-                        let msg = format!(
-                            "window of `{buf}` may be out of bounds: point `{}` in dimension {d} must lie in 0..{}",
-                            expr_to_string(p), src.shape_text[d]
-                        );
-                        self.require(
-                            in_range(pt.clone(), n.clone()),
-                            "bounds",
-                            e.span,
-                            msg,
-                            &[("index", &pt), ("extent", &n)],
-                        );
-                    }
-                    src_to_new.push(Err(pt.clone()));
-                    offsets.push(pt);
-                }
-                WinCoord::Interval(lo, hi) => {
-                    let l = self.expect_ctrl(lo, Ty::Int, "a window bound");
-                    let h = self.expect_ctrl(hi, Ty::Int, "a window bound");
-                    let (Some(l), Some(h)) = (l, h) else {
-                        ok = false;
-                        continue;
-                    };
-                    if let Some(n) = n {
-                        let msg = format!(
-                            "window of `{buf}` may be out of bounds: interval `{}:{}` in dimension {d} must lie within 0..{}",
-                            expr_to_string(lo), expr_to_string(hi), src.shape_text[d]
-                        );
-                        let goal = Term::And(vec![
-                            Term::le(Term::Int(0), l.clone()),
-                            Term::le(l.clone(), h.clone()),
-                            Term::le(h.clone(), n.clone()),
-                        ]);
-                        self.require(
-                            goal,
-                            "bounds",
-                            e.span,
-                            msg,
-                            &[("low", &l), ("high", &h), ("extent", &n)],
-                        );
-                    }
-                    src_to_new.push(Ok(shape.len()));
-                    shape.push(Some(Term::sub(h, l.clone())));
-                    shape_text.push(format!("{} - {}", expr_to_string(hi), expr_to_string(lo)));
-                    strides.push(src.strides[d].clone());
-                    offsets.push(l);
-                }
-            }
-        }
-        if !ok {
-            return None;
-        }
-        let root_map = src
-            .root_map
-            .iter()
-            .map(|rc| match rc {
-                RootCoord::Fixed(t) => RootCoord::Fixed(t.clone()),
-                RootCoord::Dim(k, off) => {
-                    let at = Term::add(off.clone(), offsets[*k].clone());
-                    match &src_to_new[*k] {
-                        Err(_) => RootCoord::Fixed(at),
-                        Ok(nd) => RootCoord::Dim(*nd, at),
-                    }
-                }
-            })
-            .collect();
-        Some(Rc::new(BufInfo {
-            sym: buf.clone(),
-            elem: src.elem,
-            shape,
-            shape_text,
-            strides,
-            mem: src.mem.clone(),
-            window: true,
-            root: src.root.clone(),
-            root_map,
-            alloc_depth: None,
-        }))
-    }
-
-    /// The box of root cells a buffer view covers: per root dimension, `[lo, hi)`.
-    fn root_box(b: &BufInfo) -> Option<Vec<(Term, Term)>> {
-        b.root_map
-            .iter()
-            .map(|rc| match rc {
-                RootCoord::Fixed(t) => Some((t.clone(), Term::add(t.clone(), Term::Int(1)))),
-                RootCoord::Dim(k, off) => {
-                    let n = b.shape.get(*k)?.clone()?;
-                    Some((off.clone(), Term::add(off.clone(), n)))
-                }
-            })
-            .collect()
-    }
-
-    fn call(&mut self, callee: &Arc<Proc>, args: &[Expr], span: Span) {
-        if args.len() != callee.args.len() {
-            self.err(
-                "call",
-                span,
-                format!(
-                    "`{}` takes {} arguments, found {}",
-                    callee.name,
-                    callee.args.len(),
-                    args.len()
-                ),
-            );
-            return;
-        }
-        let mut env = CalleeEnv {
-            ctrl: HashMap::new(),
-            bufs: HashMap::new(),
-            counter: 0,
-            reads: HashMap::new(),
-            facts: Vec::new(),
-        };
-        let mut ok = true;
-        let mut buf_args: Vec<(usize, Rc<BufInfo>)> = Vec::new();
-        for (k, (param, arg)) in callee.args.iter().zip(args).enumerate() {
-            let pname = param.sym.name();
-            match &param.kind {
-                ArgKind::Ctrl(c) => {
-                    let what = format!("argument `{pname}` of `{}`", callee.name);
-                    match self.expect_ctrl(arg, c.ty(), &what) {
-                        Some(t) => {
-                            if c.ty() == Ty::Int {
-                                self.require_range(&t, Interval::ENTRY, arg.span.to(span), what);
-                            }
-                            if *c == CtrlType::Size {
-                                let msg = format!(
-                                    "size argument `{pname}` of `{}` may not be positive: `{}`",
-                                    callee.name,
-                                    expr_to_string(arg)
-                                );
-                                self.require(
-                                    Term::lt(Term::Int(0), t.clone()),
-                                    "precondition",
-                                    arg.span.to(span),
-                                    msg,
-                                    &[(pname, &t)],
-                                );
-                            }
-                            env.ctrl.insert(param.sym.clone(), t);
-                        }
-                        None => ok = false,
-                    }
-                }
-                ArgKind::Buf(bt) => {
-                    let Some(info) = self.window(arg) else {
-                        ok = false;
-                        continue;
-                    };
-                    let problem = if info.elem != bt.elem {
-                        Some(format!(
-                            "has element type {} but `{pname}` expects {}",
-                            info.elem, bt.elem
-                        ))
-                    } else if info.rank() != bt.rank() {
-                        Some(format!(
-                            "has rank {} but `{pname}` expects rank {}",
-                            info.rank(),
-                            bt.rank()
-                        ))
-                    } else if info.mem.name != bt.mem.name {
-                        Some(format!(
-                            "lives in {} but `{pname}` expects memory {}",
-                            info.mem.name, bt.mem.name
-                        ))
-                    } else if !bt.window && info.window {
-                        Some(format!("is a window but `{pname}` expects a dense tensor (declare the parameter as a window `[{}][..]`)", bt.elem))
-                    } else {
-                        None
-                    };
-                    if let Some(p) = problem {
-                        self.err(
-                            "call",
-                            arg.span.to(span),
-                            format!(
-                                "argument `{}` of `{}` {p}",
-                                expr_to_string(arg),
-                                callee.name
-                            ),
-                        );
-                        ok = false;
-                        continue;
-                    }
-                    // The callee assumes its window parameters' strides lie in the entry
-                    // range where it reads them as control values.
-                    for (d, ext) in info.shape.iter().enumerate() {
-                        if let Some(ext) = ext {
-                            let what = format!(
-                                "extent {d} of argument `{}` of `{}`",
-                                expr_to_string(arg),
-                                callee.name
-                            );
-                            self.require_range(ext, Interval::ENTRY, arg.span.to(span), what);
-                        }
-                    }
-                    if bt.window && self.ck.param_uses(callee).strides_read.contains(&k) {
-                        for (d, st) in info.strides.iter().enumerate() {
-                            let what = format!(
-                                "stride {d} of argument `{}` of `{}`",
-                                expr_to_string(arg),
-                                callee.name
-                            );
-                            self.require_range(st, Interval::ENTRY, arg.span.to(span), what);
-                        }
-                    }
-                    env.bufs.insert(param.sym.clone(), info.clone());
-                    buf_args.push((k, info));
-                }
-            }
-        }
-        if !ok {
-            return;
-        }
-        // The arguments' own config reads are numbered by now: the callee's come after them.
-        env.counter = self.ck.next_unknown;
-        env.reads = std::mem::take(&mut self.config_reads);
-        // Shapes of buffer arguments must equal the parameters' declared shapes.
-        let mut obligations: Vec<(Term, &'static str, Span, String)> = Vec::new();
-        for (k, info) in &buf_args {
-            let param = &callee.args[*k];
-            let Some(bt) = param.buf() else { continue };
-            for (d, dim) in bt.shape.iter().enumerate() {
-                let Ok(want) = to_term(dim, &mut env) else {
-                    continue;
-                };
-                let Some(have) = info.shape[d].clone() else {
-                    continue;
-                };
-                obligations.push((
-                    Term::eq(have, want),
-                    "call",
-                    args[*k].span.to(span),
-                    format!(
-                        "argument `{}` of `{}` may have the wrong shape: dimension {d} is {} but `{}` expects {}",
-                        expr_to_string(&args[*k]), callee.name, info.shape_text[d], param.sym, expr_to_string(dim)
-                    ),
-                ));
-            }
-        }
-        for pred in &callee.preds {
-            if let Ok(t) = to_term(pred, &mut env) {
-                obligations.push((
-                    t,
-                    "precondition",
-                    span,
-                    format!(
-                        "this call may violate the precondition `{}` of `{}`",
-                        expr_to_string(pred),
-                        callee.name
-                    ),
-                ));
-            }
-        }
-        self.ck.next_unknown = env.counter;
-        self.config_reads = std::mem::take(&mut env.reads);
-        self.facts.append(&mut env.facts);
-        for (goal, rule, sp, msg) in obligations {
-            self.require(goal, rule, sp, msg, &[]);
-        }
-        // Overlapping views of one buffer may not be passed where the callee writes one of them.
-        let written = &self.ck.param_uses(callee).written;
-        for (i, (ki, a)) in buf_args.iter().enumerate() {
-            for (kj, b) in &buf_args[i + 1..] {
-                if a.root != b.root || !(written.contains(ki) || written.contains(kj)) {
-                    continue;
-                }
-                let (Some(ba), Some(bb)) = (Self::root_box(a), Self::root_box(b)) else {
-                    continue;
-                };
-                let disjoint = Term::Or(
-                    ba.iter()
-                        .zip(&bb)
-                        .flat_map(|((alo, ahi), (blo, bhi))| {
-                            [
-                                Term::le(ahi.clone(), blo.clone()),
-                                Term::le(bhi.clone(), alo.clone()),
-                            ]
-                        })
-                        .collect(),
-                );
-                let msg = format!(
-                    "arguments `{}` and `{}` of `{}` may overlap, and `{}` writes one of them",
-                    expr_to_string(&args[*ki]),
-                    expr_to_string(&args[*kj]),
-                    callee.name,
-                    callee.name
-                );
-                self.require(disjoint, "alias", span, msg, &[]);
             }
         }
     }
@@ -1461,6 +813,20 @@ impl Walk<'_> {
         self.check_addressable(&b, s.span);
         let what = if reduce { "reduction" } else { "write" };
         self.bounds(&b, idx, &terms, s.span, what);
+        let cell: Option<Vec<Term>> = terms.into_iter().collect();
+        if let Some(cell) = cell {
+            if reduce {
+                let text = format!(
+                    "{buf}[{}]",
+                    idx.iter()
+                        .map(expr_to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                self.require_defined(&b, &cell, s.span, &text);
+            }
+            self.record_write(&b, &cell);
+        }
     }
 
     fn stmt(&mut self, s: &Stmt) {
@@ -1480,10 +846,15 @@ impl Walk<'_> {
                 let want = f.ty.ty();
                 if want.is_control() {
                     let t = self.expect_ctrl(rhs, want, "a control config field's value");
-                    if let (Some(t), Ty::Int) = (t, want) {
+                    if let (Some(t), Ty::Int) = (&t, want) {
                         let what = format!("the value written to `{}.{}`", config.name, f.name);
-                        self.require_range(&t, Interval::ENTRY, s.span, what);
+                        self.require_range(t, Interval::ENTRY, s.span, what);
                     }
+                    let key = (config.name.clone(), *field);
+                    match t {
+                        Some(t) => self.config_known.insert(key, t),
+                        None => self.config_known.remove(&key),
+                    };
                 } else if let Some(t) = self.type_of(rhs) {
                     if t != want {
                         self.err(
@@ -1501,16 +872,30 @@ impl Walk<'_> {
             } => {
                 let c = self.expect_ctrl(cond, Ty::Bool, "an `if` condition");
                 let n = self.facts.len();
+                // Writes in a branch hold under its condition (an unknown one: never).
+                let (then_c, else_c) = match &c {
+                    Some(c) => (c.clone(), Term::not(c.clone())),
+                    None => (Term::Bool(false), Term::Bool(false)),
+                };
                 if let Some(c) = &c {
                     self.assume(c.clone());
                 }
+                let known = self.config_known.clone();
+                self.path.push(then_c);
                 self.block(then_body);
+                self.path.pop();
                 self.forget_to(n);
                 if let Some(c) = c {
                     self.assume(Term::not(c));
                 }
+                self.config_known = known;
+                self.path.push(else_c);
                 self.block(else_body);
+                self.path.pop();
                 self.forget_to(n);
+                // What a branch wrote is unknown after the `if`.
+                self.forget_configs_written_in(then_body);
+                self.forget_configs_written_in(else_body);
             }
             StmtKind::For {
                 var, lo, hi, body, ..
@@ -1546,15 +931,41 @@ impl Walk<'_> {
                 let range = Interval::new(bound(&l, self).lo, bound(&h, self).hi - 1);
                 self.ranges
                     .insert(sym_var(var).id, range.clamp(&Interval::I64));
-                if let Some(l) = l {
-                    self.assume(Term::le(l, v.clone()));
+                if let Some(l) = &l {
+                    self.assume(Term::le(l.clone(), v.clone()));
                 }
-                if let Some(h) = h {
-                    self.assume(Term::lt(v, h));
+                if let Some(h) = &h {
+                    self.assume(Term::lt(v, h.clone()));
                 }
+                let before = self.defined.chunks.len();
+                let made_since = self.ck.next_unknown;
+                // An iteration may see what earlier ones wrote to config fields.
+                self.forget_configs_written_in(body);
+                if let Some(l) = &l {
+                    self.earlier_iterations(var, l, body);
+                }
+                let written = self.defined.chunks.len();
                 self.block(body);
                 self.forget_to(n);
                 self.unbind_to(mark);
+                self.forget_configs_written_in(body);
+                // What the body wrote, it wrote in every iteration.
+                match (l, h) {
+                    (Some(l), Some(h)) => {
+                        let counter = &mut self.ck.next_unknown;
+                        let name = var.name().to_string();
+                        let mut fresh = || init::fresh_var(counter, &name);
+                        self.defined.bind_loop(
+                            (written, made_since),
+                            &sym_var(var),
+                            &l,
+                            &h,
+                            &mut fresh,
+                        );
+                    }
+                    _ => self.defined.chunks.truncate(written),
+                }
+                self.defined.chunks.drain(before..written);
             }
             StmtKind::Alloc { buf, ty } => {
                 let shape: Vec<Option<Term>> = ty

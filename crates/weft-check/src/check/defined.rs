@@ -1,0 +1,272 @@
+//! Definedness of reads on the walk (the chunks themselves are `crate::init`): writes
+//! recorded, reads proved, loops walked ahead for earlier iterations, what calls write, and
+//! what a proc leaves written in its parameters for its callers.
+
+use super::*;
+
+impl Walk<'_> {
+    /// The root coordinates of cell `idx` of view `b`.
+    pub(super) fn root_cell(b: &BufInfo, idx: &[Term]) -> Vec<Term> {
+        b.root_map
+            .iter()
+            .map(|rc| match rc {
+                RootCoord::Fixed(t) => t.clone(),
+                RootCoord::Dim(k, off) => match idx.get(*k) {
+                    Some(i) => terms::add_simplified(off, i),
+                    None => off.clone(),
+                },
+            })
+            .collect()
+    }
+
+    /// Whether `b` views a buffer allocated in this proc (whose reads must be defined).
+    pub(super) fn is_local(&self, b: &BufInfo) -> bool {
+        matches!(self.scope.get(&b.root), Some(Info::Buf(r)) if r.alloc_depth.is_some())
+    }
+
+    /// Cell `idx` of `b` is written for sure from here on.
+    pub(super) fn record_write(&mut self, b: &BufInfo, idx: &[Term]) {
+        self.defined.chunks.push(Chunk {
+            root: b.root.clone(),
+            idx: Self::root_cell(b, idx),
+            cond: self.path.clone(),
+            bound: Vec::new(),
+        });
+    }
+
+    /// Whether `goal` (about cells of `b`) must be proved: for a local buffer, in a full
+    /// check; for a parameter, it is asked right away in a summary, and when it fails the
+    /// parameter is noted as read before it is written.
+    pub(super) fn defined_needed(&mut self, b: &BufInfo, goal: &Term) -> bool {
+        if self.is_local(b) {
+            return self.mode == Mode::Full;
+        }
+        if self.mode == Mode::Summary
+            && !self.needs_input.contains(&b.root)
+            && self.ck.solver.check_valid(&self.facts, goal) != Validity::Valid
+        {
+            self.needs_input.insert(b.root.clone());
+        }
+        false
+    }
+
+    /// A read of cell `idx` of `b` (shown as `text`) must read a cell written before, where `b`
+    /// views a local buffer (rule `init`).
+    pub(super) fn require_defined(&mut self, b: &BufInfo, idx: &[Term], span: Span, text: &str) {
+        match self.mode {
+            Mode::Control | Mode::Prewalk => return,
+            Mode::Full if !self.is_local(b) => return,
+            _ => {}
+        }
+        let cell = Self::root_cell(b, idx);
+        let goal = self.defined.holds(&b.root, &cell);
+        if !self.defined_needed(b, &goal) {
+            return;
+        }
+        let msg = format!(
+            "`{text}` may read a cell of `{}` that was never written (reads of local buffers must read cells written before)",
+            b.root
+        );
+        let show: Vec<(String, &Term)> = cell
+            .iter()
+            .enumerate()
+            .map(|(d, t)| (format!("cell {d}"), t))
+            .collect();
+        let show: Vec<(&str, &Term)> = show.iter().map(|(l, t)| (l.as_str(), *t)).collect();
+        self.require(goal, "init", span, msg, &show);
+    }
+
+    /// In the body of the loop over `var` from `lo`, the iterations before the current one have
+    /// written what one iteration writes (the paper's S-SEQLOOP): when the body reads a local
+    /// buffer, it is walked ahead, without proving anything, for the chunks one iteration adds,
+    /// which then hold for `lo <= var' < var`. A walk ahead does not walk ahead again in its
+    /// inner loops, so each body is walked at most twice per enclosing level.
+    pub(super) fn earlier_iterations(&mut self, var: &Sym, lo: &Term, body: &Block) {
+        if matches!(self.mode, Mode::Prewalk | Mode::Control) || !self.reads_local_in(body) {
+            return;
+        }
+        let made_since = self.ck.next_unknown;
+        let mode = std::mem::replace(&mut self.mode, Mode::Prewalk);
+        let known = self.config_known.clone();
+        let diags = self.diags.len();
+        let start = self.defined.chunks.len();
+        self.block(body);
+        self.diags.truncate(diags);
+        self.config_known = known;
+        let one = Defined {
+            chunks: self.defined.chunks.split_off(start),
+        };
+        self.mode = mode;
+        let mut earlier = one;
+        let counter = &mut self.ck.next_unknown;
+        let name = var.name().to_string();
+        let mut fresh = || init::fresh_var(counter, &name);
+        let now = Term::IntVar(sym_var(var));
+        earlier.bind_loop((0, made_since), &sym_var(var), lo, &now, &mut fresh);
+        self.defined.chunks.extend(earlier.chunks);
+    }
+
+    /// Config field values `b` may change are no longer known (all of them, when it calls).
+    pub(super) fn forget_configs_written_in(&mut self, b: &Block) {
+        let mut calls = false;
+        let mut written = Vec::new();
+        weft_ir::visit::walk_block(b, &mut |s| match &s.kind {
+            StmtKind::Call { .. } => calls = true,
+            StmtKind::WriteConfig { config, field, .. } => {
+                written.push((config.name.clone(), *field))
+            }
+            _ => {}
+        });
+        if calls {
+            self.config_known.clear();
+        }
+        for k in written {
+            self.config_known.remove(&k);
+        }
+    }
+
+    /// Whether `body` touches a buffer in scope that views a local allocation.
+    pub(super) fn reads_local_in(&self, body: &Block) -> bool {
+        let mut found = false;
+        let mut note = |buf: &Sym| {
+            if let Some(Info::Buf(b)) = self.scope.get(buf) {
+                found |= self.is_local(b);
+            }
+        };
+        weft_ir::visit::walk_block(body, &mut |s| {
+            if let StmtKind::Reduce { buf, .. } = &s.kind {
+                note(buf);
+            }
+            for e in weft_ir::visit::stmt_exprs(s) {
+                weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
+                    ExprKind::Read { buf, .. } | ExprKind::Window { buf, .. } => note(buf),
+                    _ => {}
+                });
+            }
+        });
+        found
+    }
+
+    /// Fresh variables for every cell of view `b` (with their ranges, as conditions).
+    pub(super) fn cells_of(&mut self, b: &BufInfo) -> Option<(Vec<Term>, Vec<Term>)> {
+        let mut cell = Vec::new();
+        let mut ranges = Vec::new();
+        for (d, n) in b.shape.iter().enumerate() {
+            let v = Term::IntVar(init::fresh_var(
+                &mut self.ck.next_unknown,
+                &format!("{}#{d}", b.sym),
+            ));
+            ranges.push(in_range(v.clone(), n.clone()?));
+            cell.push(v);
+        }
+        Some((cell, ranges))
+    }
+
+    /// What a call of `callee` does to the cells of its buffer argument `b` (parameter `k`):
+    /// where it may read them, all must be written before (rule `init`); where it writes all
+    /// of them, they are written from here on.
+    pub(super) fn call_cells(
+        &mut self,
+        callee: &Arc<Proc>,
+        (k, b): (usize, &BufInfo),
+        arg: &Expr,
+        span: Span,
+        ctrl: &HashMap<u64, Term>,
+    ) {
+        let reads = self.ck.summary_of(callee).needs_input.contains(&k);
+        if reads {
+            if let Some((cell, ranges)) = self.cells_of(b) {
+                let root_cell = Self::root_cell(b, &cell);
+                let inside = self.defined.holds(&b.root, &root_cell);
+                let goal = Term::Or(vec![Term::not(Term::And(ranges)), inside]);
+                if !self.defined_needed(b, &goal) {
+                    return self.call_writes(callee, k, b, ctrl);
+                }
+                let msg = format!(
+                    "`{}` may read cells of `{}` that were never written: every cell of the argument `{}` must be written before the call",
+                    callee.name,
+                    b.root,
+                    expr_to_string(arg)
+                );
+                let show: Vec<(String, Term)> = root_cell
+                    .iter()
+                    .enumerate()
+                    .map(|(d, t)| (format!("cell {d}"), t.clone()))
+                    .collect();
+                let show: Vec<(&str, &Term)> = show.iter().map(|(l, t)| (l.as_str(), t)).collect();
+                self.require(goal, "init", span, msg, &show);
+            }
+        }
+        self.call_writes(callee, k, b, ctrl);
+    }
+
+    /// What `callee` writes for sure in its parameter `k` is written in the argument `b`: its
+    /// chunks, with the callee's control parameters replaced by the arguments (`ctrl`, by
+    /// symbol id) and its parameter's coordinates mapped to `b`'s root.
+    pub(super) fn call_writes(
+        &mut self,
+        callee: &Arc<Proc>,
+        k: usize,
+        b: &BufInfo,
+        ctrl: &HashMap<u64, Term>,
+    ) {
+        let summary = self.ck.summary_of(callee);
+        let Some(param) = summary.params.get(&k) else {
+            return;
+        };
+        let sub = |t: &Term| ctrl.iter().fold(t.clone(), |t, (id, by)| t.subst(*id, by));
+        // A callee's own unknowns (its config reads) may differ at each call: such chunks are
+        // left out.
+        let chunks = summary
+            .defined
+            .chunks
+            .iter()
+            .filter(|c| c.root == *param && !c.mentions_unknowns_above(1 << 62));
+        for c in chunks {
+            let idx: Vec<Term> = c.idx.iter().map(sub).collect();
+            let mut cond: Vec<Term> = c.cond.iter().map(sub).collect();
+            cond.extend(self.path.iter().cloned());
+            self.defined.chunks.push(Chunk {
+                root: b.root.clone(),
+                idx: Self::root_cell(b, &idx),
+                cond,
+                bound: c
+                    .bound
+                    .iter()
+                    .map(|(v, lo, hi)| (v.clone(), sub(lo), sub(hi)))
+                    .collect(),
+            });
+        }
+    }
+
+    /// What this proc, walked to its end, leaves written in its buffer parameters.
+    pub(super) fn summary(&mut self, p: &Proc) -> Summary {
+        let mut params = HashMap::new();
+        for (k, a) in p.args.iter().enumerate() {
+            if let ArgKind::Buf(_) = a.kind {
+                params.insert(k, a.sym.clone());
+            }
+        }
+        let defined = Defined {
+            chunks: self
+                .defined
+                .chunks
+                .iter()
+                .filter(|c| p.args.iter().any(|a| a.sym == c.root))
+                .cloned()
+                .collect(),
+        };
+        let needs_input = p
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| self.needs_input.contains(&a.sym))
+            .map(|(k, _)| k)
+            .collect();
+        Summary {
+            defined,
+            params,
+            needs_input,
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Definedness of reads (the translation-validation paper's second obligation, §3.3): every read
+//! of a local buffer reads a cell written before. What is known to be written is a set of
+//! *chunks*, the paper's heap without values: `{ t[ē] | x̄ in their ranges, conditions }`. A write
+//! adds a chunk under the branch conditions around it; when a loop ends, the chunks its body added
+//! keep holding for every iteration, with the loop variable bound to its range; an allocation's
+//! chunks end with its scope (a temporary in a loop body is fresh in each iteration).
+//!
+//! A read of cell `c` is defined when some chunk holds it: `∃x̄. conditions ∧ ē(x̄) = c`. The
+//! existential is eliminated before the solver sees it, by solving an index equation for each
+//! bound variable (`4 * x + 1 = c` gives `x = (c - 1) / 4` where `(c - 1) % 4 == 0`), by
+//! dropping a variable that only its range mentions (the range is then non-empty), or by trying
+//! values: each of a small constant range, else the first and the last of the range. Values not
+//! tried only make the chunk smaller, which is safe: a read it would have covered is reported.
+//! Reads rely on writes of earlier statements, of the same iteration, and of earlier iterations
+//! of the loops around them (a body is walked ahead for what one iteration writes).
+
+use crate::smt::{Term, Var};
+use weft_ir::Sym;
+
+/// Bound variables whose range has at most this many values are eliminated by trying each.
+const SMALL_RANGE: i64 = 16;
+
+/// Cells of one buffer written for sure (under `cond`).
+#[derive(Clone, Debug)]
+pub struct Chunk {
+    /// The buffer written (a root: an allocation or a parameter).
+    pub root: Sym,
+    /// Root coordinates of the cells.
+    pub idx: Vec<Term>,
+    /// Conditions under which the write happened (enclosing branches).
+    pub cond: Vec<Term>,
+    /// Variables bound to a range `lo <= x < hi` (loops the write was in, all iterations done).
+    pub bound: Vec<(Var, Term, Term)>,
+}
+
+impl Chunk {
+    /// Whether a variable that is not bound here has an id above `id` (unknowns are numbered
+    /// from 2^62 up, after every symbol).
+    pub fn mentions_unknowns_above(&self, id: u64) -> bool {
+        let mut vars = Vec::new();
+        for t in self.idx.iter().chain(&self.cond) {
+            t.vars(&mut vars);
+        }
+        for (_, lo, hi) in &self.bound {
+            lo.vars(&mut vars);
+            hi.vars(&mut vars);
+        }
+        vars.iter()
+            .any(|v| v.id > id && !self.bound.iter().any(|(b, _, _)| b.id == v.id))
+    }
+}
+
+/// The chunks known at a point of a proc.
+#[derive(Default)]
+pub struct Defined {
+    pub chunks: Vec<Chunk>,
+}
+
+impl Defined {
+    /// The loop over `var` in `lo..hi` whose body added the chunks from `mark` on has ended: they
+    /// hold for every iteration. `fresh` renames the variable apart (each chunk its own copy,
+    /// so that reads in a later loop over the same symbol cannot capture it). A chunk that
+    /// mentions an unknown made in the body (ids above `made_since`: a config read, say) is
+    /// dropped: that unknown may have had another value in each iteration.
+    pub fn bind_loop(
+        &mut self,
+        (mark, made_since): (usize, u64),
+        var: &Var,
+        lo: &Term,
+        hi: &Term,
+        fresh: &mut dyn FnMut() -> Var,
+    ) {
+        let mut k = mark;
+        while k < self.chunks.len() {
+            if self.chunks[k].mentions_unknowns_above(made_since) {
+                self.chunks.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        for c in self.chunks.iter_mut().skip(mark) {
+            let mentions = c
+                .idx
+                .iter()
+                .chain(&c.cond)
+                .any(|t| t.occurrences(var.id) > 0)
+                || c.bound
+                    .iter()
+                    .any(|(_, l, h)| l.occurrences(var.id) + h.occurrences(var.id) > 0);
+            if !mentions {
+                // Written in every iteration alike: once the range is non-empty.
+                c.cond.push(Term::lt(lo.clone(), hi.clone()));
+                continue;
+            }
+            let v = fresh();
+            let by = Term::IntVar(v.clone());
+            let sub = |t: &Term| t.subst(var.id, &by);
+            c.idx = c.idx.iter().map(sub).collect();
+            c.cond = c.cond.iter().map(sub).collect();
+            for b in &mut c.bound {
+                b.1 = sub(&b.1);
+                b.2 = sub(&b.2);
+            }
+            c.bound.push((v, lo.clone(), hi.clone()));
+        }
+    }
+
+    /// The allocation `root` ended.
+    pub fn forget(&mut self, root: &Sym) {
+        self.chunks.retain(|c| c.root != *root);
+    }
+
+    /// The condition under which cell `cell` of `root` is known written.
+    pub fn holds(&self, root: &Sym, cell: &[Term]) -> Term {
+        let ors: Vec<Term> = self
+            .chunks
+            .iter()
+            .filter(|c| c.root == *root && c.idx.len() == cell.len())
+            .map(|c| {
+                let eqs = c.idx.iter().cloned().zip(cell.iter().cloned()).collect();
+                let (eqs, mut cond) = join_divided(eqs);
+                cond.extend(c.cond.iter().cloned());
+                member(eqs, cond, c.bound.clone())
+            })
+            .filter(|t| *t != Term::Bool(false))
+            .collect();
+        match ors.len() {
+            0 => Term::Bool(false),
+            1 => ors.into_iter().next().unwrap_or(Term::Bool(false)),
+            _ => Term::Or(ors),
+        }
+    }
+}
+
+/// A dimension divided in two (`divide_dim`) indexes with `e / k` and `e % k`: the two
+/// equations `e / k = a`, `e % k = b` are the one `e = k * a + b` with `0 <= b < k`, which can be
+/// solved for a variable of `e`. Returns the equations and the conditions added.
+fn join_divided(mut eqs: Vec<(Term, Term)>) -> (Vec<(Term, Term)>, Vec<Term>) {
+    let mut cond = Vec::new();
+    let mut i = 0;
+    while i < eqs.len() {
+        let pair = match &eqs[i].0 {
+            Term::Div(e, k) => eqs
+                .iter()
+                .position(|(l, _)| matches!(l, Term::Mod(e2, k2) if e2 == e && k2 == k)),
+            _ => None,
+        };
+        let (Some(j), Term::Div(e, k)) = (pair, eqs[i].0.clone()) else {
+            i += 1;
+            continue;
+        };
+        let Some(kv) = crate::terms::const_value(&k).filter(|k| *k > 0) else {
+            i += 1;
+            continue;
+        };
+        let (a, b) = (eqs[i].1.clone(), eqs[j].1.clone());
+        cond.push(Term::le(Term::Int(0), b.clone()));
+        cond.push(Term::lt(b.clone(), Term::Int(kv)));
+        eqs[i] = (*e, Term::add(Term::mul(Term::Int(kv), a), b));
+        eqs.remove(j);
+        if j < i {
+            i -= 1;
+        }
+    }
+    (eqs, cond)
+}
+
+/// `∃ bound. cond ∧ eqs` without the quantifier (false when it cannot be eliminated).
+fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term, Term)>) -> Term {
+    let Some((v, lo, hi)) = bound.pop() else {
+        let mut all = cond;
+        all.extend(eqs.into_iter().map(|(l, r)| Term::eq(l, r)));
+        return Term::And(all);
+    };
+    let id = v.id;
+    let in_range = |x: &Term| {
+        vec![
+            Term::le(lo.clone(), x.clone()),
+            Term::lt(x.clone(), hi.clone()),
+        ]
+    };
+    // Solve an index equation for `v`.
+    for (k, (l, r)) in eqs.iter().enumerate() {
+        if l.occurrences(id) != 1 || r.occurrences(id) != 0 {
+            continue;
+        }
+        let Some((value, mut side)) = solve(id, l, r.clone()) else {
+            continue;
+        };
+        let sub = |t: &Term| t.subst(id, &value);
+        let rest: Vec<(Term, Term)> = eqs
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .map(|(_, (a, b))| (sub(a), sub(b)))
+            .collect();
+        side.extend(in_range(&value));
+        side.extend(cond.iter().map(sub));
+        for b in &mut bound {
+            b.1 = sub(&b.1);
+            b.2 = sub(&b.2);
+        }
+        return member(rest, side, bound);
+    }
+    let elsewhere = eqs
+        .iter()
+        .map(|(l, r)| l.occurrences(id) + r.occurrences(id))
+        .chain(cond.iter().map(|t| t.occurrences(id)))
+        .chain(
+            bound
+                .iter()
+                .map(|b| b.1.occurrences(id) + b.2.occurrences(id)),
+        )
+        .sum::<usize>();
+    if elsewhere == 0 {
+        // Only the range mentions it: it exists when the range is not empty.
+        cond.push(Term::lt(lo, hi));
+        return member(eqs, cond, bound);
+    }
+    // Try values: each of a small constant range, or else the first and the last (a
+    // witness is enough for the existential; other values are not tried, which is safe).
+    let values: Vec<Term> = match (
+        crate::terms::const_value(&lo),
+        crate::terms::const_value(&hi),
+    ) {
+        (Some(l), Some(h)) if h.saturating_sub(l) <= SMALL_RANGE => (l..h).map(Term::Int).collect(),
+        _ => vec![lo.clone(), Term::sub(hi.clone(), Term::Int(1))],
+    };
+    let ors: Vec<Term> = values
+        .into_iter()
+        .map(|by| {
+            let sub = |t: &Term| t.subst(id, &by);
+            let eqs = eqs.iter().map(|(a, b)| (sub(a), sub(b))).collect();
+            let mut cond: Vec<Term> = cond.iter().map(sub).collect();
+            cond.extend(in_range(&by));
+            let bound = bound
+                .iter()
+                .map(|(w, a, b)| (w.clone(), sub(a), sub(b)))
+                .collect();
+            member(eqs, cond, bound)
+        })
+        .collect();
+    Term::Or(ors)
+}
+
+/// Solve `l = r` for variable `id`, which occurs once in `l`: the value, and the conditions
+/// under which that value is an integer solution.
+fn solve(id: u64, l: &Term, r: Term) -> Option<(Term, Vec<Term>)> {
+    let has = |t: &Term| t.occurrences(id) > 0;
+    match l {
+        Term::IntVar(v) if v.id == id => Some((r, Vec::new())),
+        Term::Add(a, b) if has(a) => solve(id, a, Term::sub(r, (**b).clone())),
+        Term::Add(a, b) => solve(id, b, Term::sub(r, (**a).clone())),
+        Term::Sub(a, b) if has(a) => solve(id, a, Term::add(r, (**b).clone())),
+        Term::Sub(a, b) => solve(id, b, Term::sub((**a).clone(), r)),
+        Term::Neg(a) => solve(id, a, Term::Neg(Box::new(r))),
+        Term::Mul(a, b) => {
+            let (k, x) = match (crate::terms::const_value(a), crate::terms::const_value(b)) {
+                (Some(k), _) if !has(a) => (k, b),
+                (_, Some(k)) if !has(b) => (k, a),
+                _ => return None,
+            };
+            if k == 0 {
+                return None;
+            }
+            // k * x = r: r must be a multiple of k, and x = r / k.
+            let (k, r) = if k < 0 {
+                (k.checked_neg()?, Term::Neg(Box::new(r)))
+            } else {
+                (k, r)
+            };
+            let divides = Term::eq(
+                Term::Mod(Box::new(r.clone()), Box::new(Term::Int(k))),
+                Term::Int(0),
+            );
+            let (value, mut side) = solve(id, x, Term::Div(Box::new(r), Box::new(Term::Int(k))))?;
+            side.push(divides);
+            Some((value, side))
+        }
+        _ => None,
+    }
+}
+
+/// Fresh variables for renaming bound loop variables and for the cells of windows.
+pub fn fresh_var(counter: &mut u64, name: &str) -> Var {
+    *counter += 1;
+    Var {
+        id: *counter,
+        name: name.to_string(),
+    }
+}

@@ -1,0 +1,143 @@
+//! Definedness of reads (rule `init`): a read of a local buffer reads a cell written before.
+//! Accepted: what real schedules produce (copies into staged buffers, accumulators loaded or
+//! zeroed before `+=`, per-iteration temporaries, reads under the condition of their write,
+//! whole-buffer writes by callees and instructions). Rejected, with the cell: the rest.
+
+mod common;
+
+use common::{check, note};
+
+fn accepted(body: &str) {
+    let text = format!(
+        "proc load(dst: [f32][4], src: [f32][4]) {{ for i in 0..4 {{ dst[i] = src[i]; }} }}
+         proc acc(dst: [f32][4], src: [f32][4]) {{ for i in 0..4 {{ dst[i] += src[i]; }} }}
+         proc fill2(dst: [f32][4]) {{ for i in 0..4 {{ dst[i] = 1.0; }} for i in 0..4 {{ dst[i] += 1.0; }} }}
+         proc half(dst: [f32][4]) {{ for i in 0..2 {{ dst[i] = 0.0; }} }}
+         proc f(n: size, m: size, x: f32[n, m], y: f32[n, m], c: bool) {{ {body} }}"
+    );
+    if let Err(d) = check(&text) {
+        panic!("rejected: {body}\n{d:?}");
+    }
+}
+
+fn rejected(body: &str) -> weft_ir::Diagnostic {
+    let text = format!(
+        "proc load(dst: [f32][4], src: [f32][4]) {{ for i in 0..4 {{ dst[i] = src[i]; }} }}
+         proc acc(dst: [f32][4], src: [f32][4]) {{ for i in 0..4 {{ dst[i] += src[i]; }} }}
+         proc half(dst: [f32][4]) {{ for i in 0..2 {{ dst[i] = 0.0; }} }}
+         proc f(n: size, m: size, x: f32[n, m], y: f32[n, m], c: bool) {{ {body} }}"
+    );
+    let d = check(&text).expect_err(body);
+    assert!(d.iter().all(|d| d.rule == "init"), "{body}: {d:?}");
+    d[0].clone()
+}
+
+/// Issue 8: `alloc t: f32; r[i] = t;` read a cell nobody wrote.
+#[test]
+fn reading_an_unwritten_cell_is_rejected_with_the_cell() {
+    let d = rejected("alloc t: f32; for i in 0..n { y[i, 0] = t; }");
+    assert!(
+        d.message.contains("`t`") && d.message.contains("never written"),
+        "{d:?}"
+    );
+    let d = rejected("alloc t: f32[n]; for i in 0..n - 1 { t[i] = 1.0; } y[0, 0] = t[n - 1];");
+    let note = note(&d);
+    // The counterexample has the sizes and the cell.
+    assert!(note.contains("n = ") && note.contains("cell 0 = "), "{d:?}");
+}
+
+#[test]
+fn staged_copies_accumulators_and_temporaries_are_accepted() {
+    // A loop nest writes a region, a later one reads it (stage_mem).
+    accepted(
+        "alloc t: f32[n, m];
+         for i in 0..n { for j in 0..m { t[i, j] = x[i, j]; } }
+         for i in 0..n { for j in 0..m { y[i, j] = t[i, j] * 2.0; } }",
+    );
+    // A window of a staged block, copied in and out with offsets.
+    accepted(
+        "assert n >= 4 and m >= 4;
+         alloc t: f32[2, 3];
+         for i in 0..2 { for j in 0..3 { t[i, j] = x[i + 1, j + 1]; } }
+         for k in 0..n { for i in 0..2 { for j in 0..3 { t[i, j] += x[k, 0]; } } }
+         for i in 0..2 { for j in 0..3 { y[i + 1, j + 1] = t[i, j]; } }",
+    );
+    // A zeroed accumulator, reduced into in a loop.
+    accepted("alloc s: f32; s = 0.0; for i in 0..n { s += x[i, 0]; } y[0, 0] = s;");
+    // A per-iteration temporary.
+    accepted("for i in 0..n { alloc t: f32[m]; for j in 0..m { t[j] = x[i, j]; } for j in 0..m { y[i, j] = t[m - 1 - j]; } free t; }");
+    // A read under the condition of its write.
+    accepted("alloc t: f32[n]; for i in 0..n { if i % 2 == 0 { t[i] = 1.0; } } for i in 0..n { if i % 2 == 0 { y[i, 0] = t[i]; } }");
+    accepted("alloc t: f32; if c { t = 1.0; } if c { y[0, 0] = t; }");
+    // Both branches write.
+    accepted("alloc t: f32; if c { t = 1.0; } else { t = 2.0; } y[0, 0] = t;");
+    // A strided write (a split loop with a constant inner extent) covers every cell.
+    accepted(
+        "assert n % 4 == 0;
+         alloc t: f32[n];
+         for io in 0..n / 4 { for ii in 0..4 { t[4 * io + ii] = x[0, 0]; } }
+         for i in 0..n { y[i, 0] = t[i]; }",
+    );
+    accepted("alloc t: f32[2 * n]; for i in 0..n { t[2 * i] = 1.0; t[2 * i + 1] = 2.0; } for i in 0..2 * n { y[0, 0] = t[i]; }");
+    // A value carried from an earlier iteration of the loop.
+    accepted("alloc t: f32; for i in 0..n { if i > 0 { y[i, 0] = t; } t = x[i, 0]; }");
+    accepted(
+        "alloc t: f32[n]; for i in 0..n { t[i] = x[i, 0]; if i >= 2 { y[i, 0] = t[i - 2]; } }",
+    );
+    // A callee that writes its parameter before it reads it needs nothing written before.
+    accepted("for i in 0..4 { alloc u: f32[4]; fill2(u); y[0, 0] = u[i]; free u; }");
+    // What a callee writes of its parameter, even in part.
+    accepted("alloc t: f32[4]; half(t); y[0, 0] = t[1];");
+    accepted("alloc t: f32[8]; half(t[4:8]); half(t[2:6]); for i in 2..6 { y[0, 0] = t[i]; }");
+    // Through windows, and by a callee that writes its whole parameter.
+    accepted(
+        "assert m >= 4;
+         alloc t: f32[8];
+         let w = t[4:8];
+         load(t[0:4], x[0, 0:4]);
+         load(w, x[0, 0:4]);
+         acc(w, t[0:4]);
+         for i in 0..8 { y[0, 0] = t[i]; }",
+    );
+}
+
+#[test]
+fn partial_writes_and_reads_outside_them_are_rejected() {
+    rejected("alloc t: f32[n]; for i in 1..n { t[i] = 1.0; } for i in 0..n { y[i, 0] = t[i]; }");
+    // `+=` reads its cell.
+    rejected("alloc s: f32; for i in 0..n { s += x[i, 0]; } y[0, 0] = s;");
+    // A write under one condition, a read under another.
+    rejected("alloc t: f32; if c { t = 1.0; } y[0, 0] = t;");
+    // The read in the same statement as the write comes first.
+    rejected("alloc t: f32; t = t + 1.0;");
+    // The first iteration has no earlier one.
+    rejected("alloc t: f32; for i in 0..n { y[i, 0] = t; t = x[i, 0]; }");
+    rejected(
+        "alloc t: f32[n]; for i in 0..n { t[i] = x[i, 0]; if i + 1 < n { y[i, 0] = t[i + 1]; } }",
+    );
+    // A temporary of an earlier iteration is another buffer.
+    rejected("for i in 0..n { alloc t: f32; if i > 0 { y[i, 0] = t; } t = 1.0; free t; }");
+    // A callee that reads cells never written, one that writes only some.
+    rejected("assert m >= 4; alloc t: f32[4]; acc(t, x[0, 0:4]);");
+    rejected("alloc t: f32[4]; half(t); y[0, 0] = t[3];");
+    // Strided writes that leave holes.
+    rejected("alloc t: f32[2 * n]; for i in 0..n { t[2 * i] = 1.0; } for i in 0..2 * n { y[0, 0] = t[i]; }");
+}
+
+/// A config field read in a loop body may have another value in each iteration: the cells
+/// written at `(i + C.k) % 2` for i = 0, 1 are not both cells (here both iterations write
+/// `t[0]`).
+#[test]
+fn writes_that_depend_on_per_iteration_unknowns_cover_nothing_after_the_loop() {
+    let text = "config C { k: index }
+        proc f(y: f32[2]) {
+            C.k = 0;
+            alloc t: f32[2];
+            for i in 0..2 { t[(i + C.k) % 2] = 1.0; C.k = C.k % 1000 + 1; }
+            y[0] = t[0];
+            y[1] = t[1];
+            free t;
+        }";
+    let d = check(text).expect_err("t[1] is never written");
+    assert!(d.iter().all(|d| d.rule == "init"), "{d:?}");
+}

@@ -254,7 +254,17 @@ impl<S: Solver> Solver for CachingSolver<S> {
 /// The z3 implementation (the `z3` crate on the system libz3).
 pub struct Z3Solver {
     solver: z3::Solver,
+    /// Queries the solver could not decide so far.
+    unknowns: u32,
 }
+
+/// The time a query may take (ms). Quasi-affine obligations take well under a millisecond; one
+/// that runs out of time (non-linear, or pathological) is reported as unproved. After a few such
+/// queries the rest get a short limit, so that a program with many of them is rejected in
+/// seconds rather than minutes.
+const FIRST_TIMEOUT_MS: u32 = 2000;
+const LATER_TIMEOUT_MS: u32 = 200;
+const FULL_TIMEOUTS: u32 = 2;
 
 impl Default for Z3Solver {
     fn default() -> Self {
@@ -265,11 +275,18 @@ impl Default for Z3Solver {
 impl Z3Solver {
     pub fn new() -> Z3Solver {
         let solver = z3::Solver::new();
+        let mut z = Z3Solver {
+            solver,
+            unknowns: 0,
+        };
+        z.set_timeout(FIRST_TIMEOUT_MS);
+        z
+    }
+
+    fn set_timeout(&mut self, ms: u32) {
         let mut params = z3::Params::new();
-        // A hard limit keeps a pathological (e.g. non-linear) query from hanging the checker.
-        params.set_u32("timeout", 5000);
-        solver.set_params(&params);
-        Z3Solver { solver }
+        params.set_u32("timeout", ms);
+        self.solver.set_params(&params);
     }
 }
 
@@ -388,7 +405,13 @@ impl Solver for Z3Solver {
         self.solver.assert(g.not());
         let result = match self.solver.check() {
             z3::SatResult::Unsat => Validity::Valid,
-            z3::SatResult::Unknown => Validity::Unknown,
+            z3::SatResult::Unknown => {
+                self.unknowns += 1;
+                if self.unknowns == FULL_TIMEOUTS {
+                    self.set_timeout(LATER_TIMEOUT_MS);
+                }
+                Validity::Unknown
+            }
             z3::SatResult::Sat => {
                 let mut names = Vec::new();
                 for f in facts {

@@ -11,7 +11,8 @@
 //! as polluted (for an instruction: every config field), from several initial config states, and
 //! the scheduled proc must run without error wherever the original does.
 //!
-//! `WEFT_SCHED_CASES` sets the number of procs (default 250), `WEFT_SCHED_SEED` the seed.
+//! `WEFT_SCHED_CASES` sets the number of procs (default 250), `WEFT_SCHED_SEED` the seed;
+//! `WEFT_HAZARD_TRACE` prints each step as it is tried (to find a step that runs long).
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

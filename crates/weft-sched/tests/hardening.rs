@@ -339,3 +339,28 @@ fn names_a_step_introduces_must_be_new() {
     ));
     r.unwrap();
 }
+
+/// Found by the hazard fuzzer: a cut tail of a loop whose bound reads a config field reads the
+/// field twice (the tail's start and trip count). The checker knows the field's value between
+/// writes, so the result checks, and it behaves as the original.
+#[test]
+fn cut_tails_of_loops_bounded_by_a_config_field_check() {
+    let src = "config C { n: index, k: index }
+proc f(n: size, x: f32[n + 8], y: f32[n + 8, 4]) {
+    C.k = 2;
+    for a in 0..C.k % 3 + 1 {
+        y[2, a] += x[a];
+    }
+}
+schedule g = f { split(a, 3, o, t, cut_and_guard); }
+";
+    let (s, r) = scheduled(src);
+    sound(
+        r,
+        &s,
+        N,
+        &cfg_states(&[("C", 1)], &[0, 2]),
+        &[("C", 0), ("C", 1)],
+    );
+    assert_eq!(s.steps().len(), 1, "the split must be accepted");
+}

@@ -21,9 +21,6 @@
 //! iterations that the original never ran. The factor must be positive. Every strategy evaluates
 //! `lo` again in the body (and `hi` in the guard or the tail loop's bounds), where the original
 //! evaluated them once before the loop: the bounds must not read a config field the body writes.
-//! The cut strategies also refuse bounds that read config fields at all: the tail's start and
-//! trip count read them separately, and the checker takes each config read as an unknown of its
-//! own, so it could not prove the tail's accesses in bounds.
 
 use super::{for_stmt, ivar, loop_at, nest_forward, require, term_at, Rewrite};
 use crate::effects::Analysis;
@@ -84,15 +81,6 @@ pub fn split(
         );
     }
     super::require_unwritten_by_body(a, PRIM, p, at, &l, &[l.lo, l.hi], "the loop bounds")?;
-    if matches!(tail, Tail::Cut | Tail::CutAndGuard)
-        && !super::config_reads(&[l.lo, l.hi]).is_empty()
-    {
-        return Err(SchedError::new(
-            PRIM,
-            "a cut tail needs loop bounds that read no config field (the guard tail takes them)",
-        )
-        .at(l.stmt.span, super::describe(l.stmt)));
-    }
     let scope = a.scope_at(p, at);
     let lo_t = term_at(a, PRIM, &scope, l.lo)?;
     let hi_t = term_at(a, PRIM, &scope, l.hi)?;

@@ -19,6 +19,7 @@ pub mod build;
 pub mod diag;
 pub mod expr;
 pub mod limits;
+pub mod primitives;
 pub mod print;
 pub mod proc;
 pub mod stmt;
@@ -30,7 +31,7 @@ pub use diag::{Diagnostic, Label, Span};
 pub use expr::{BinOp, Const, Expr, ExprKind, MathFn, UnOp, WinCoord};
 pub use proc::{
     Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Origin, Proc, SchedArg,
-    SchedStep, ScheduleDecl,
+    SchedStep, SchedValue, ScheduleDecl,
 };
 pub use stmt::{Block, Stmt, StmtKind};
 pub use sym::Sym;

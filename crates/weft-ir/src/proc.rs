@@ -253,20 +253,50 @@ pub struct ScheduleDecl {
     pub span: Span,
 }
 
-/// One primitive application: `split(i, 8, io, ii, cut)`.
+/// One primitive application: `split(i, 8, io, ii, cut)`. The parser reads the arguments by the
+/// kinds of the primitive's signature ([`crate::primitives`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchedStep {
     pub primitive: String,
-    /// Each argument as written (a number, a name, a quoted pattern or a control expression); the
-    /// primitive decides how to read it.
     pub args: Vec<SchedArg>,
     pub span: Span,
 }
 
+/// One argument of a step: as written (for messages and printing) and as parsed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchedArg {
     pub text: String,
+    pub value: SchedValue,
     pub span: Span,
+}
+
+/// A parsed step argument. Names inside expressions and regions refer to the proc as it stands
+/// when the step applies, which the parser cannot know: it gives each variable, buffer read,
+/// `stride` and region a placeholder symbol carrying the name, and the scheduler resolves the
+/// names in the scope of the step's statement (`weft-sched`'s `script`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SchedValue {
+    /// A statement pattern: `for i` for a bare loop name `i`, else the quoted pattern.
+    Stmt(String),
+    Int(i64),
+    /// A name: a new one, a memory, a data type, a proc, a buffer, a tail strategy.
+    Name(String),
+    /// An expression with placeholder names.
+    Expr(Expr),
+    /// `A[lo:hi, ...]`: the buffer's name and each dimension's bounds (placeholder names).
+    Region {
+        buf: String,
+        dims: Vec<(Expr, Expr)>,
+    },
+    ConfigField {
+        config: Arc<Config>,
+        field: usize,
+    },
+    /// `NAME = value`.
+    Binding {
+        name: String,
+        value: i64,
+    },
 }
 
 impl std::fmt::Display for SchedStep {

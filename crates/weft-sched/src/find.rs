@@ -85,16 +85,59 @@ pub fn parse_occurrence(pattern: &str) -> Result<(&str, usize), String> {
 /// The path of the statement a pattern designates.
 pub fn find(p: &Proc, pattern: &str) -> Result<Path, String> {
     let (pat, k) = parse_occurrence(pattern)?;
-    let hits: Vec<Path> = all_stmts(p)
-        .into_iter()
+    let stmts = all_stmts(p);
+    let hits: Vec<Path> = stmts
+        .iter()
         .filter(|(_, s)| matches(s, pat))
-        .map(|(path, _)| path)
+        .map(|(path, _)| path.clone())
         .collect();
-    hits.get(k).cloned().ok_or_else(|| {
-        format!(
-            "no statement matches '{pattern}' in proc '{}' ({} statements match '{pat}')",
+    if let Some(hit) = hits.get(k) {
+        return Ok(hit.clone());
+    }
+    if !hits.is_empty() {
+        return Err(format!(
+            "`{pattern}`: only {} statement{} of proc `{}` match `{pat}` (#0 to #{})",
+            hits.len(),
+            if hits.len() == 1 { "" } else { "s" },
             p.name,
-            hits.len()
-        )
+            hits.len() - 1
+        ));
+    }
+    // What the user could have meant: every pattern that matches something here.
+    let mut existing: Vec<String> = Vec::new();
+    for (_, s) in &stmts {
+        if let Some(q) = pattern_of(s) {
+            if !existing.contains(&q) {
+                existing.push(q);
+            }
+        }
+    }
+    let listed: Vec<String> = existing.iter().map(|q| format!("`{q}`")).collect();
+    Err(format!(
+        "no statement of proc `{}` matches `{pattern}`; the patterns that match here: {}",
+        p.name,
+        if listed.is_empty() {
+            "none (the proc is empty)".to_string()
+        } else {
+            listed.join(", ")
+        }
+    ))
+}
+
+/// The pattern (without `#k`) that designates statements like `s`, if any.
+pub fn pattern_of(s: &Stmt) -> Option<String> {
+    Some(match &s.kind {
+        StmtKind::For { var, .. } => format!("for {}", var.name()),
+        StmtKind::Assign { buf, .. } => format!("{} =", buf.name()),
+        StmtKind::Reduce { buf, .. } => format!("{} +=", buf.name()),
+        StmtKind::Alloc { buf, .. } => format!("alloc {}", buf.name()),
+        StmtKind::Free { buf } => format!("free {}", buf.name()),
+        StmtKind::Window { name, .. } => format!("window {}", name.name()),
+        StmtKind::Call { proc, .. } => format!("call {}", proc.name),
+        StmtKind::WriteConfig { config, field, .. } => {
+            format!("{}.{} =", config.name, config.fields.get(*field)?.name)
+        }
+        StmtKind::If { .. } => "if".to_string(),
+        StmtKind::Pass => "pass".to_string(),
     })
 }

@@ -35,7 +35,8 @@ pub struct Schedule {
     forwards: Vec<Forward>,
     steps: Vec<String>,
     analysis: Analysis,
-    /// Procs created by `extract_proc`, in order.
+    /// Procs for the module: those `extract_proc` created and versions kept by
+    /// [`Schedule::keep_current`], in order.
     extracted: Vec<Arc<Proc>>,
     /// Proves the control-arithmetic rules (no overflow, entry ranges, `lo <= hi`) of every new
     /// version; its solver's answers are cached across steps.
@@ -516,9 +517,17 @@ impl Schedule {
         Ok((at, q))
     }
 
-    /// The procs [`Schedule::extract_proc`] created, in order.
+    /// The procs [`Schedule::extract_proc`] created and the versions kept by
+    /// [`Schedule::keep_current`], in order.
     pub fn extracted(&self) -> &[Arc<Proc>] {
         &self.extracted
+    }
+
+    /// Keep the current version for the module (a text schedule's `rename` does this, so that the
+    /// version is callable under its new name).
+    pub fn keep_current(&mut self) {
+        let p = self.proc().clone();
+        self.extracted.push(p);
     }
 
     /// See [`prims::partial_eval`]: fix control arguments (`("N", 64)`) to constants.

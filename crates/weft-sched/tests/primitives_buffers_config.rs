@@ -811,15 +811,8 @@ fn run_schedule(src: &str, name: &str) -> Result<weft_sched::Schedule, weft_ir::
     let m = module_of(src);
     let decl = m.schedules.iter().find(|d| d.name == name).unwrap();
     let base = m.proc(&decl.base).unwrap().clone();
-    let configs = |n: &str| m.config(n).cloned();
-    let (p, s) = weft_sched::script::apply_in(
-        decl,
-        base,
-        &weft_syntax::std_memory,
-        &|_| None,
-        &configs,
-        |_, _| {},
-    )?;
+    let (p, s) =
+        weft_sched::script::apply_in(decl, base, &weft_syntax::std_memory, &|_| None, |_, _| {})?;
     weft_check::check_procs(std::slice::from_ref(&p)).unwrap_or_else(|e| panic!("{e:?}"));
     Ok(s)
 }

@@ -619,14 +619,8 @@ schedule p6 = p {
         let base = procs.iter().find(|q| q.name == decl.base).unwrap().clone();
         let known = procs.clone();
         let resolve = move |n: &str| known.iter().find(|q| q.name == n).cloned();
-        let r = weft_sched::script::apply_in(
-            decl,
-            base,
-            &weft_syntax::std_memory,
-            &resolve,
-            &|_| None,
-            |_, _| {},
-        );
+        let r =
+            weft_sched::script::apply_in(decl, base, &weft_syntax::std_memory, &resolve, |_, _| {});
         if let Ok((q, s)) = &r {
             procs.extend(s.extracted().iter().cloned());
             procs.push(q.clone());

@@ -89,17 +89,142 @@ schedule a = p {
     );
 }
 
+/// The message of the first diagnostic for `src`: from the parser (arguments are read by the
+/// primitive's signature there) or from applying schedule `a`.
+fn error_of(src: &str) -> String {
+    match weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "s.weft", src) {
+        Err(d) => {
+            let d = &d[0];
+            format!("{} [{}]", d.message, d.notes.join("; "))
+        }
+        Ok(_) => apply(src, "a").unwrap_err().message,
+    }
+}
+
 #[test]
 fn argument_errors_name_the_argument() {
-    let bad = |steps: &str| {
-        let src = format!("{BLUR}\nschedule a = blur {{\n    {steps}\n}}\n");
-        apply(&src, "a").unwrap_err().message
-    };
-    assert!(bad("split(i, four, io, ii);").contains("expected a number, found `four`"));
-    assert!(bad("split(i, 4, io, ii, sideways);").contains("unknown tail strategy `sideways`"));
-    assert!(bad("cut(i, q + 1);").contains("`q` is not a control argument"));
+    let bad = |steps: &str| error_of(&format!("{BLUR}\nschedule a = blur {{\n    {steps}\n}}\n"));
+    let e = bad("split(i, four, io, ii);");
+    assert!(
+        e.contains("expected an integer, found")
+            && e.contains("argument 2 of `split` is the factor"),
+        "{e}"
+    );
+    assert!(
+        bad("split(i, 4, io, ii, sideways);").contains("`sideways` is not one of `guard`, `cut`")
+    );
+    assert!(bad("cut(i, q + 1);").contains("`q` is not a control argument, loop variable or buffer in scope here (in scope: n, i, x, y)"));
     assert!(bad("set_precision(\"alloc t\", f128);").contains("unknown data type `f128`"));
     assert!(bad("set_memory(\"alloc t\", SRAM);").contains("unknown memory `SRAM`"));
-    assert!(bad("unroll(z);").contains("no statement matches 'for z'"));
-    assert!(bad("reorder_loops(i, k);").contains("takes 1 argument, got 2"));
+    let e = bad("unroll(z);");
+    assert!(e.contains("no statement of proc `blur` matches `for z`; the patterns that match here: `for i`, `alloc t`, `for k`, `t =`, `y =`"), "{e}");
+    let e = bad("unroll(\"for k #3\");");
+    assert!(
+        e.contains("only 1 statement of proc `blur` match `for k` (#0 to #0)"),
+        "{e}"
+    );
+    let e = bad("reorder_loops(i, k);");
+    assert!(
+        e.contains("`reorder_loops` takes 1 argument: the outer loop; got 2"),
+        "{e}"
+    );
+    let e = bad("split(i, 4);");
+    assert!(e.contains("`split` takes 4 to 5 arguments: the loop, the factor, the outer loop's name, the inner loop's name, the tail strategy (optional); got 2"), "{e}");
+    assert!(
+        e.contains("usage: split(loop, factor, outer, inner[, tail])"),
+        "{e}"
+    );
+    assert!(bad("spilt(i, 4, io, ii);")
+        .contains("unknown scheduling primitive `spilt`; did you mean `split`"));
+    assert!(bad("split(i, 4, for, ii);").contains("keywords cannot be names"));
+    let e = bad("cut(i, \"n - 1\");");
+    assert!(e.contains("written without quotes"), "{e}");
+    // Kinds are checked once the names are known.
+    assert!(bad("cut(i, n > 1);").contains("expected a control integer expression, found `n > 1`"));
+    assert!(bad("add_guard(i, n + 1);").contains("expected a condition, found `n + 1`"));
+    assert!(bad("cut(i, x[0]);").contains("`x[0]` is not a control expression: it reads `x[0]`"));
+    assert!(bad("cut(i, n[0]);").contains("`n` is a control value and cannot be indexed"));
+    assert!(bad("bind_expr(\"y =\", n + 1, s);").contains("expected a data expression"));
+}
+
+/// Every primitive of the signature table is dispatched by the scheduler: a step built from
+/// plausible arguments of each parameter's kind is either applied or rejected by the primitive,
+/// never by the dispatch.
+#[test]
+fn every_declared_primitive_is_dispatched() {
+    use weft_ir::primitives::{ParamKind, PRIMITIVES};
+    let src = "config C { k: index }
+proc f(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        y[i] = x[i] * 2.0;
+    }
+}
+";
+    let m = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "s.weft", src).unwrap();
+    let mut scope = weft_syntax::Scope::prelude();
+    scope.add_module(&m);
+    for p in PRIMITIVES {
+        let args: Vec<&str> = p
+            .params
+            .iter()
+            .map(|q| match q.kind {
+                ParamKind::Stmt => "i",
+                ParamKind::Int => "2",
+                ParamKind::NewName => "zz",
+                ParamKind::Word(w) => w[0],
+                ParamKind::IntExpr | ParamKind::Value => "1",
+                ParamKind::Cond => "n > 0",
+                ParamKind::DataExpr => "x[i]",
+                ParamKind::Region => "x[0:n]",
+                ParamKind::Memory => "DRAM",
+                ParamKind::DType => "f64",
+                ParamKind::Proc => "f",
+                ParamKind::Buffer => "x",
+                ParamKind::ConfigField => "C.k",
+                ParamKind::Binding => "n = 4",
+            })
+            .collect();
+        let text = format!("{}({})", p.name, args.join(", "));
+        let step = weft_syntax::parse_step(0, &text, &mut scope)
+            .unwrap_or_else(|d| panic!("{text}: {d:?}"));
+        let mut s = weft_sched::Schedule::new(m.proc("f").unwrap().clone());
+        let procs = |n: &str| m.proc(n).cloned();
+        if let Err(e) =
+            weft_sched::script::apply_step_in(&mut s, &step, &weft_syntax::std_memory, &procs)
+        {
+            assert!(!e.message.contains("does not implement"), "{text}: {e}");
+            assert!(!e.message.contains("must be"), "{text}: {e}");
+        }
+    }
+}
+
+#[test]
+fn steps_read_expressions_with_the_language_grammar() {
+    // Config reads, `stride`, `min`, casts and buffer reads in arguments, parsed by the language's
+    // own expression parser and resolved where the step applies.
+    let src = "config C { n: index }
+proc f(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    C.n = 2;
+    for i in 0..n {
+        y[i] = x[i] * 2.0 + x[i] * 2.0;
+    }
+}
+schedule a = f {
+    specialize(\"y =\", C.n == 2 and stride(x, 0) == 1 and min(i, n) >= 0);
+    bind_expr(\"y =\", x[i] * 2.0, twice);
+    split(i, 4, io, ii, cut);
+    cut(\"for ii\", min(2, n / 4 * 0 + 2));
+}
+";
+    let (base, p) = apply(src, "a").unwrap();
+    let text = weft_ir::print::proc_to_string(&p);
+    assert!(
+        text.contains("if C.n == 2 and stride(x, 0) == 1 and min("),
+        "{text}"
+    );
+    assert!(text.contains("twice = x[4 * io + ii] * 2.0;"), "{text}");
+    assert!(text.contains("y[4 * io + ii] = twice + twice;"), "{text}");
+    for n in [1, 3, 4, 9] {
+        same(&base, &p, &[("n", n)]);
+    }
 }

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use weft_ir::{Config, Diagnostic, Memory, Module, Proc, Span};
 
-pub use parser::MAX_DEPTH;
+pub use parser::{parse_step, MAX_DEPTH};
 
 /// The built-in libraries, importable by name. Each is parsed once per process. Every
 /// [`SourceMap`] registers them first, in this order, so their spans (file id = position in this

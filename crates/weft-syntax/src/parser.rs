@@ -5,6 +5,8 @@
 //! parsed proc has exactly the types the builder would have given it. The parser checks syntax and
 //! names only; typing is the checker's job.
 
+mod schedule;
+
 use crate::lexer::{lex, Tok, Token};
 use crate::Scope;
 use std::collections::HashMap;
@@ -69,6 +71,9 @@ struct Parser<'a, 'r> {
     module: Module,
     /// The source text, for the verbatim text of schedule arguments.
     text: String,
+    /// Unknown names become placeholders (in schedule step arguments, whose names `weft-sched`
+    /// resolves where the step applies).
+    placeholders: bool,
 }
 
 /// Parse the items of one file whose tokens carry file id `file`. `scope` holds the items visible
@@ -118,6 +123,7 @@ fn parse_items_here(
         diags: Vec::new(),
         module: Module::default(),
         text: text.to_string(),
+        placeholders: false,
     };
     p.items();
     if p.diags.is_empty() {
@@ -125,6 +131,40 @@ fn parse_items_here(
     } else {
         Err(p.diags)
     }
+}
+
+/// Parse one schedule step (`split(i, 4, io, ii)`, without the `;`) with the items of `scope`
+/// visible (its configs and memories), for building schedules from Rust.
+pub fn parse_step(
+    file: u32,
+    text: &str,
+    scope: &mut Scope,
+) -> Result<weft_ir::SchedStep, Diagnostic> {
+    let src = format!("{text};");
+    let toks = lex(file, &src)?;
+    let mut resolver = |_: &str, sp: Span| -> Result<Module, Vec<Diagnostic>> {
+        Err(vec![Diagnostic::new("syntax", sp, "no imports in a step")])
+    };
+    let mut p = Parser {
+        file,
+        toks,
+        pos: 0,
+        prev_hi: 0,
+        depth: 0,
+        scope,
+        own: HashMap::new(),
+        vars: Vec::new(),
+        resolver: &mut resolver,
+        diags: Vec::new(),
+        module: Module::default(),
+        text: src.clone(),
+        placeholders: false,
+    };
+    let step = p.step()?;
+    if *p.tok() != Tok::Eof {
+        return Err(p.expected("the end of the step"));
+    }
+    Ok(step)
 }
 
 const ITEM_KEYWORDS: &[&str] = &["import", "memory", "config", "proc", "instr", "schedule"];
@@ -585,98 +625,6 @@ impl<'a, 'r> Parser<'a, 'r> {
         Ok(())
     }
 
-    /// `schedule NAME = BASE { prim(arg, ...); ... }`. Arguments are kept as written: what they
-    /// mean (a loop name, a pattern, a number, an expression) depends on the primitive, and names
-    /// in them refer to the proc as it is at that step, so `weft-sched` reads them.
-    fn schedule(&mut self) -> PResult<()> {
-        let lo = self.lo();
-        self.bump();
-        let (name, name_span) = self.name()?;
-        self.define_item(&name, name_span)?;
-        self.expect_punct("=")?;
-        let (base, base_span) = self.name()?;
-        let known = self.scope.procs.contains_key(&base)
-            || self.module.schedules.iter().any(|d| d.name == base);
-        if !known {
-            return Err(Diagnostic::new(
-                "unknown-name",
-                base_span,
-                format!("unknown proc `{base}` (a schedule's base must be defined before it)"),
-            ));
-        }
-        self.expect_punct("{")?;
-        let mut steps = Vec::new();
-        while !self.is_punct("}") {
-            let step_lo = self.lo();
-            let (primitive, _) = self.name()?;
-            self.expect_punct("(")?;
-            let mut args = Vec::new();
-            while !self.is_punct(")") {
-                let arg_lo = self.lo();
-                let mut depth = 0usize;
-                let mut any = false;
-                loop {
-                    match self.tok() {
-                        Tok::Eof => return Err(self.expected("`)`")),
-                        Tok::Punct("(") | Tok::Punct("[") => depth += 1,
-                        Tok::Punct(")") if depth == 0 => break,
-                        Tok::Punct(")") | Tok::Punct("]") => depth = depth.saturating_sub(1),
-                        Tok::Punct(",") if depth == 0 => break,
-                        Tok::Punct(";") | Tok::Punct("{") | Tok::Punct("}") => {
-                            return Err(self.expected("`,` or `)`"))
-                        }
-                        _ => {}
-                    }
-                    any = true;
-                    self.bump();
-                }
-                if !any {
-                    return Err(self.expected("an argument"));
-                }
-                let span = self.span_from(arg_lo);
-                let text = self
-                    .text
-                    .get(span.lo as usize..span.hi as usize)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-                args.push(weft_ir::SchedArg { text, span });
-                if !self.eat_punct(",") && !self.is_punct(")") {
-                    return Err(self.expected("`,` or `)`"));
-                }
-            }
-            self.bump();
-            self.expect_punct(";")?;
-            steps.push(weft_ir::SchedStep {
-                primitive,
-                args,
-                span: self.span_from(step_lo),
-            });
-        }
-        self.bump();
-        // Procs defined later may call the schedule. Until it is applied (after checking), a call
-        // resolves to a stand-in: the base under the schedule's name, with the base as its origin
-        // (`weft::link` swaps in the scheduled proc).
-        if let Some(base_proc) = self.scope.procs.get(&base).cloned() {
-            let stand_in = Arc::new(weft_ir::Proc {
-                name: name.clone(),
-                origin: Some(weft_ir::Origin {
-                    parent: base_proc.clone(),
-                    polluted: Vec::new(),
-                }),
-                ..(*base_proc).clone()
-            });
-            self.scope.procs.insert(name.clone(), stand_in);
-        }
-        self.module.schedules.push(weft_ir::ScheduleDecl {
-            name,
-            base,
-            steps,
-            span: self.span_from(lo),
-        });
-        Ok(())
-    }
-
     fn arg(&mut self) -> PResult<Arg> {
         let (name, name_span) = self.name()?;
         self.expect_punct(":")?;
@@ -785,17 +733,42 @@ impl<'a, 'r> Parser<'a, 'r> {
     }
 
     fn lookup(&self, name: &str, span: Span) -> PResult<Binding> {
-        self.vars
-            .iter()
-            .rev()
-            .find(|b| b.name == name)
-            .cloned()
-            .ok_or_else(|| Diagnostic::new("unknown-name", span, format!("unknown name `{name}`")))
+        let found = self.vars.iter().rev().find(|b| b.name == name).cloned();
+        match found {
+            Some(b) => Ok(b),
+            // A name followed by `[` reads a buffer; anything else is a control value or a scalar.
+            None if self.placeholders => Ok(self.placeholder(name, span, self.is_punct("["))),
+            None => Err(Diagnostic::new(
+                "unknown-name",
+                span,
+                format!("unknown name `{name}`"),
+            )),
+        }
+    }
+
+    /// A binding standing for `name` until `weft-sched` resolves it (see `placeholders`).
+    fn placeholder(&self, name: &str, span: Span, buffer: bool) -> Binding {
+        Binding {
+            name: name.to_string(),
+            sym: Sym::new(name),
+            kind: if buffer {
+                VarKind::Buf {
+                    elem: DType::F32,
+                    rank: 0,
+                }
+            } else {
+                VarKind::Ctrl(Ty::Int)
+            },
+            span,
+        }
     }
 
     /// A buffer variable: its symbol, element type and rank.
     fn lookup_buf(&self, name: &str, span: Span) -> PResult<(Sym, DType, usize)> {
-        let b = self.lookup(name, span)?;
+        let b = match self.vars.iter().rev().find(|b| b.name == name) {
+            None if self.placeholders => self.placeholder(name, span, true),
+            _ => self.lookup(name, span)?,
+        };
         match b.kind {
             VarKind::Buf { elem, rank } => Ok((b.sym, elem, rank)),
             VarKind::Ctrl(_) => Err(Diagnostic::new(

@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::Arc;
 use weft_interp::{ArgValue, Cell, ConfigState, ConfigValue};
-use weft_ir::{Proc, SchedArg, SchedStep, Span};
+use weft_ir::{Proc, SchedStep};
 use weft_sched::Schedule;
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -139,23 +139,21 @@ fn random_hazard_proc(rng: &mut StdRng, instr: bool) -> String {
     format!("{CONFIG}{head} {{\n    assert n <= 64;\n{body}}}\n")
 }
 
-fn step(primitive: &str, args: &[String]) -> SchedStep {
-    SchedStep {
-        primitive: primitive.into(),
-        args: args
-            .iter()
-            .map(|a| SchedArg {
-                text: a.clone(),
-                span: Span::DUMMY,
-            })
-            .collect(),
-        span: Span::DUMMY,
-    }
+/// A step written in text, read by the language's parser with the module's items in scope.
+fn step(scope: &mut weft_syntax::Scope, primitive: &str, args: &[String]) -> SchedStep {
+    let text = format!("{primitive}({})", args.join(", "));
+    weft_syntax::parse_step(0, &text, scope).unwrap_or_else(|d| panic!("{text}: {d:?}"))
 }
 
 /// A random text step on the current proc: a statement chosen among the proc's, a primitive
 /// that reads or moves its bounds, condition or neighbours, ordinary or extreme arguments.
-fn random_step(rng: &mut StdRng, s: &Schedule, n: usize) -> SchedStep {
+fn random_step(
+    rng: &mut StdRng,
+    s: &Schedule,
+    n: usize,
+    scope: &mut weft_syntax::Scope,
+) -> SchedStep {
+    let mut step = |p: &str, a: &[String]| step(scope, p, a);
     let p = s.proc();
     let stmts = weft_sched::find::all_stmts(p);
     let loops: Vec<String> = stmts
@@ -366,20 +364,16 @@ fn hazard_schedules_preserve_results() {
         let mut s = Schedule::new(orig.clone());
         s.recheck = true;
         let procs = |name: &str| m.proc(name).cloned();
-        let configs = |name: &str| m.config(name).cloned();
+        let mut scope = weft_syntax::Scope::prelude();
+        scope.add_module(&m);
         for k in 0..12 {
             attempted += 1;
-            let st = random_step(&mut rng, &s, k);
+            let st = random_step(&mut rng, &s, k, &mut scope);
             if std::env::var("WEFT_HAZARD_TRACE").is_ok() {
                 eprintln!("case {case} step {k} {st} ({:?})", t0.elapsed());
             }
-            let r = weft_sched::script::apply_step_in(
-                &mut s,
-                &st,
-                &weft_syntax::std_memory,
-                &procs,
-                &configs,
-            );
+            let r =
+                weft_sched::script::apply_step_in(&mut s, &st, &weft_syntax::std_memory, &procs);
             match r {
                 Err(e) if e.message.contains("internal error") => {
                     failures.push(format!(
@@ -442,9 +436,9 @@ fn random_link_module(rng: &mut StdRng) -> String {
     for _ in 0..rng.gen_range(1..=2) {
         steps.push(
             [
-                "stage_mem(\"x +=\", \"x[0:2]\", t);",
-                "stage_mem(\"x =\", \"x[0:2]\", t);",
-                "stage_mem(i, \"x[0:2]\", t);",
+                "stage_mem(\"x +=\", x[0:2], t);",
+                "stage_mem(\"x =\", x[0:2], t);",
+                "stage_mem(i, x[0:2], t);",
                 "write_config(\"x +=\", C.k, 5);",
                 "write_config(\"x =\", C.n, 1);",
                 "write_config(i, C.k, 7);",

@@ -206,7 +206,7 @@ pub fn apply_schedules(
             return Err(Error::new(&p.sources, vec![d]));
         };
         let (module, scope) = (&p.module, &p.scope);
-        // Memories, procs (instructions included) and configs of the module (earlier schedules
+        // Memories and procs (instructions included) of the module (earlier schedules
         // included), its imports and the prelude, for the steps that name them.
         let memories = |name: &str| {
             module
@@ -216,17 +216,28 @@ pub fn apply_schedules(
                 .or_else(|| weft_syntax::std_memory(name))
         };
         let procs = |name: &str| module.proc(name).or_else(|| scope.procs.get(name)).cloned();
-        let configs = |name: &str| {
-            module
-                .config(name)
-                .or_else(|| scope.configs.get(name))
-                .cloned()
-        };
         let (proc, sched) =
-            weft_sched::script::apply_in(&decl, base, &memories, &procs, &configs, |step, proc| {
+            weft_sched::script::apply_in(&decl, base, &memories, &procs, |step, proc| {
                 on_step(&decl, step, proc)
             })
             .map_err(|d| Error::new(&p.sources, vec![d]))?;
+        // A proc a step added (`extract_proc`, `rename`) must not take the name of a schedule
+        // declared later, which the steps could not see.
+        if let Some(q) = sched
+            .extracted()
+            .iter()
+            .find(|q| p.module.schedules.iter().any(|d| d.name == q.name))
+        {
+            let d = Diagnostic::new(
+                "schedule",
+                decl.span,
+                format!(
+                    "schedule `{}` adds a proc named `{}`, which a schedule declares",
+                    decl.name, q.name
+                ),
+            );
+            return Err(Error::new(&p.sources, vec![d]));
+        }
         // Every step was proved; checking the result again costs little and guards the
         // primitives themselves. Procs made by `extract_proc` join the module before the proc
         // that calls them.

@@ -85,7 +85,7 @@ fn parallel_loops_are_proved_again_after_linking() {
     let src = "proc f(x: [f32][2]) {
     x[0] += 1.0;
 }
-schedule g = f { stage_mem(\"x +=\", \"x[0:2]\", t); }
+schedule g = f { stage_mem(\"x +=\", x[0:2], t); }
 proc h(n: size, y: f32[n + 1]) {
     for i in par(0..n) {
         g(y[i:i + 2]);

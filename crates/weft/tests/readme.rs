@@ -24,3 +24,15 @@ fn error_debug_is_the_rendered_diagnostic() {
     assert!(debug.contains("bad.weft"), "{debug}");
     assert!(!debug.contains("diagnostics:"), "{debug}");
 }
+
+/// `docs/schedules.md` is generated from the primitives' signatures (`weft primitives`), so the
+/// reference cannot drift from what the parser and the scheduler accept.
+#[test]
+fn schedule_reference_is_generated_from_the_signatures() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("../../docs/schedules.md")).unwrap();
+    assert!(
+        doc == weft::ir::primitives::reference_markdown(),
+        "docs/schedules.md is out of date: run `cargo run --bin weft -- primitives > docs/schedules.md`"
+    );
+}

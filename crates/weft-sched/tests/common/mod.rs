@@ -329,15 +329,8 @@ pub fn scheduled(src: &str) -> (Schedule, Result<(), SchedError>) {
     let mut s = Schedule::new(m.proc(&decl.base).expect("the base proc").clone());
     s.recheck = true;
     let procs = |n: &str| m.proc(n).cloned();
-    let configs = |n: &str| m.config(n).cloned();
     for step in &decl.steps {
-        let r = weft_sched::script::apply_step_in(
-            &mut s,
-            step,
-            &weft_syntax::std_memory,
-            &procs,
-            &configs,
-        );
+        let r = weft_sched::script::apply_step_in(&mut s, step, &weft_syntax::std_memory, &procs);
         if let Err(e) = r {
             return (s, Err(e));
         }

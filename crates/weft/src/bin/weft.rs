@@ -64,6 +64,8 @@ enum Command {
         #[arg(long)]
         trace: bool,
     },
+    /// Print the reference of the scheduling primitives (docs/schedules.md), or of one.
+    Primitives { name: Option<String> },
     /// Run every `// run:` line of every .weft file in a directory (the shipped examples).
     Examples {
         #[arg(default_value = "examples")]
@@ -162,6 +164,20 @@ fn main() -> ExitCode {
                 println!("// result ({:.1} ms)", t0.elapsed().as_secs_f64() * 1e3);
             }
             print!("{p}");
+            Ok(())
+        }
+        Command::Primitives { name: None } => {
+            print!("{}", weft_ir::primitives::reference_markdown());
+            Ok(())
+        }
+        Command::Primitives { name: Some(name) } => {
+            let p = weft_ir::primitives::primitive(&name).ok_or_else(|| {
+                Error::message(format!(
+                    "error: {}",
+                    weft_ir::primitives::unknown_message(&name)
+                ))
+            })?;
+            print!("{}", weft_ir::primitives::reference_of(p));
             Ok(())
         }
         Command::Fmt { file } => {

@@ -1,0 +1,706 @@
+//! The scheduling primitives' signatures, declared once.
+//!
+//! The text parser reads a step's arguments by the kinds declared here, the scheduler
+//! (`weft-sched`'s `script`) dispatches on the same table, the messages for a wrong number of
+//! arguments or an unknown primitive come from it, and `docs/schedules.md` is generated from it
+//! ([`reference_markdown`]). A primitive's safety condition is stated in the doc comment of its
+//! module in `weft-sched/src/prims/`; [`Primitive::condition`] is its one-line summary.
+
+/// How one argument of a step is written and read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A statement: a loop variable's name (`i`, the first loop over `i`) or a quoted pattern
+    /// (`"C +="`, `"for i #1"`, `"alloc t"`).
+    Stmt,
+    /// An integer literal.
+    Int,
+    /// A name the step introduces (it must not be in use).
+    NewName,
+    /// One of the listed words.
+    Word(&'static [&'static str]),
+    /// A control integer expression over the control arguments and enclosing loop variables.
+    IntExpr,
+    /// A condition: a boolean control expression.
+    Cond,
+    /// A data expression (buffer reads, literals, operators) in the scope of the statement.
+    DataExpr,
+    /// A value for a config field: a control expression for a control field; for a data field a
+    /// literal or, where the primitive allows it, a data expression.
+    Value,
+    /// A region of a buffer: `A[lo:hi, lo:hi, ...]`.
+    Region,
+    /// The name of a memory (`DRAM`, `DRAM_STACK`, `AVX512`, ...).
+    Memory,
+    /// A data type (`f32`, `i8`, ...).
+    DType,
+    /// The name of a proc or instruction of the module (or one the schedule created earlier).
+    Proc,
+    /// The name of a buffer in scope.
+    Buffer,
+    /// A config field `Cfg.field`.
+    ConfigField,
+    /// `NAME = integer`.
+    Binding,
+}
+
+impl ParamKind {
+    /// How an argument of this kind is written, for references and messages.
+    pub fn form(self) -> String {
+        match self {
+            ParamKind::Stmt => "a loop variable or a quoted pattern".into(),
+            ParamKind::Int => "an integer".into(),
+            ParamKind::NewName => "a new name".into(),
+            ParamKind::Word(ws) => format!("one of {}", quoted_list(ws)),
+            ParamKind::IntExpr => "a control expression".into(),
+            ParamKind::Cond => "a condition".into(),
+            ParamKind::DataExpr => "a data expression".into(),
+            ParamKind::Value => "a value".into(),
+            ParamKind::Region => "a region `A[lo:hi, ...]`".into(),
+            ParamKind::Memory => "a memory".into(),
+            ParamKind::DType => "a data type".into(),
+            ParamKind::Proc => "a proc name".into(),
+            ParamKind::Buffer => "a buffer name".into(),
+            ParamKind::ConfigField => "a config field `Cfg.field`".into(),
+            ParamKind::Binding => "`NAME = integer`".into(),
+        }
+    }
+}
+
+/// One parameter of a primitive.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    /// What the argument is, in a few words ("the first loop").
+    pub role: &'static str,
+    /// For an optional parameter, what leaving it out means.
+    pub default: Option<&'static str>,
+}
+
+/// A scheduling primitive's signature and summary.
+#[derive(Clone, Copy, Debug)]
+pub struct Primitive {
+    pub name: &'static str,
+    pub params: &'static [Param],
+    /// The last parameter may be repeated (one or more times).
+    pub repeated: bool,
+    /// What the step does.
+    pub effect: &'static str,
+    /// When it is accepted (the full condition is in the primitive's module documentation).
+    pub condition: &'static str,
+}
+
+impl Primitive {
+    /// The fewest arguments a step may have.
+    pub fn min_args(&self) -> usize {
+        self.params.iter().filter(|p| p.default.is_none()).count()
+    }
+
+    /// The most arguments a step may have (`None`: any number).
+    pub fn max_args(&self) -> Option<usize> {
+        (!self.repeated).then_some(self.params.len())
+    }
+
+    /// The parameter an argument at position `k` fills.
+    pub fn param(&self, k: usize) -> Option<&'static Param> {
+        match self.params.get(k) {
+            Some(p) => Some(p),
+            None if self.repeated => self.params.last(),
+            None => None,
+        }
+    }
+
+    /// Whether `n` arguments are a valid count.
+    pub fn accepts(&self, n: usize) -> bool {
+        n >= self.min_args() && self.max_args().is_none_or(|m| n <= m)
+    }
+
+    /// `split(loop, factor, outer, inner[, tail])`.
+    pub fn usage(&self) -> String {
+        let mut out = format!("{}(", self.name);
+        for (k, p) in self.params.iter().enumerate() {
+            let sep = if k == 0 { "" } else { ", " };
+            if p.default.is_some() {
+                out.push_str(&format!("[{sep}{}]", p.name));
+            } else {
+                out.push_str(&format!("{sep}{}", p.name));
+            }
+            if self.repeated && k + 1 == self.params.len() {
+                out.push_str(", ...");
+            }
+        }
+        out.push(')');
+        out
+    }
+
+    /// The message for a step with the wrong number of arguments:
+    /// "`fuse` takes 1 argument: the first loop; got 2".
+    pub fn arity_message(&self, got: usize) -> String {
+        let (lo, hi) = (self.min_args(), self.max_args());
+        let count = match hi {
+            Some(h) if h == lo => format!("{lo} argument{}", plural(lo)),
+            Some(h) => format!("{lo} to {h} arguments"),
+            None => format!("{lo} or more arguments"),
+        };
+        let roles: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| match p.default {
+                Some(_) => format!("{} (optional)", p.role),
+                None => p.role.to_string(),
+            })
+            .collect();
+        let roles = if roles.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", roles.join(", "))
+        };
+        format!("`{}` takes {count}{roles}; got {got}", self.name)
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn quoted_list(ws: &[&str]) -> String {
+    let v: Vec<String> = ws.iter().map(|w| format!("`{w}`")).collect();
+    v.join(", ")
+}
+
+/// Tail strategies of `split`.
+pub const TAILS: &[&str] = &["guard", "cut", "cut_and_guard", "perfect"];
+
+const fn req(name: &'static str, kind: ParamKind, role: &'static str) -> Param {
+    Param {
+        name,
+        kind,
+        role,
+        default: None,
+    }
+}
+
+const fn opt(
+    name: &'static str,
+    kind: ParamKind,
+    role: &'static str,
+    default: &'static str,
+) -> Param {
+    Param {
+        name,
+        kind,
+        role,
+        default: Some(default),
+    }
+}
+
+const LOOP: Param = req("loop", ParamKind::Stmt, "the loop");
+const STMT: Param = req("stmt", ParamKind::Stmt, "the statement");
+const ALLOC: Param = req("alloc", ParamKind::Stmt, "the allocation (`\"alloc t\"`)");
+
+const fn prim(
+    name: &'static str,
+    params: &'static [Param],
+    effect: &'static str,
+    condition: &'static str,
+) -> Primitive {
+    Primitive {
+        name,
+        params,
+        repeated: false,
+        effect,
+        condition,
+    }
+}
+
+/// Every primitive a text schedule can use, in the order of the reference.
+pub const PRIMITIVES: &[Primitive] = &[
+    // ----- loops -----
+    prim(
+        "split",
+        &[
+            LOOP,
+            req("factor", ParamKind::Int, "the factor"),
+            req("outer", ParamKind::NewName, "the outer loop's name"),
+            req("inner", ParamKind::NewName, "the inner loop's name"),
+            opt(
+                "tail",
+                ParamKind::Word(TAILS),
+                "the tail strategy",
+                "`guard`",
+            ),
+        ],
+        "`for i in lo..hi` becomes `for outer { for inner in 0..factor { i = lo + factor * outer + inner } }`; the iterations past `hi` are guarded (`guard`), run by a loop of their own (`cut`), both (`cut_and_guard`), or proved not to exist (`perfect`).",
+        "the factor is positive; the new names are unused; the code in the loop writes no config field its bounds read; the new bounds fit the control-arithmetic rules.",
+    ),
+    prim(
+        "reorder_loops",
+        &[req("loop", ParamKind::Stmt, "the outer loop")],
+        "Swaps the loop with the loop that is its whole body.",
+        "the inner loop's bounds do not use the outer variable, and every two iterations whose order changes commute.",
+    ),
+    prim(
+        "fuse",
+        &[req("loop", ParamKind::Stmt, "the first loop")],
+        "Fuses the loop with the loop right after it (same bounds) into one loop.",
+        "the bounds are equal, and no iteration of the second loop reads or writes what a later iteration of the first loop writes or reads.",
+    ),
+    prim(
+        "fission",
+        &[req("stmt", ParamKind::Stmt, "the last statement of the first loop")],
+        "Splits the enclosing loop after the statement into two loops with the same bounds.",
+        "the statements after it in every iteration do not conflict with the statements before it in later iterations; the code writes no config field the bounds read.",
+    ),
+    prim(
+        "remove_loop",
+        &[LOOP],
+        "Replaces a loop by one run of its body.",
+        "the body does not use the loop variable, the loop runs at least once, and running the body twice is the same as once (no reductions; no write overlaps a read).",
+    ),
+    prim(
+        "unroll",
+        &[LOOP],
+        "Replaces a loop with constant bounds by copies of its body.",
+        "the bounds are integer constants and the loop runs at most 4096 times.",
+    ),
+    prim(
+        "parallelize",
+        &[LOOP],
+        "Makes the loop a parallel loop (`par`), compiled as an OpenMP worksharing loop.",
+        "the iterations are proved race-free: no two write the same cell, or one writes what another reads, or a config field is written.",
+    ),
+    prim(
+        "add_loop",
+        &[
+            STMT,
+            req("name", ParamKind::NewName, "the new loop's name"),
+            req("hi", ParamKind::IntExpr, "its upper bound"),
+        ],
+        "Wraps the statement in `for name in 0..hi`.",
+        "`hi >= 1`, and running the statement twice is the same as once (no reductions; no write overlaps a read).",
+    ),
+    prim(
+        "cut",
+        &[LOOP, req("point", ParamKind::IntExpr, "the cut point")],
+        "`for i in lo..hi` becomes `for i in lo..point` followed by `for i in point..hi`.",
+        "`lo <= point <= hi`; the body writes no config field the bounds read.",
+    ),
+    prim(
+        "shift",
+        &[LOOP, req("start", ParamKind::IntExpr, "the new lower bound")],
+        "Shifts the loop to start at `start`, adjusting the uses of its variable.",
+        "the body writes no config field the bounds read; the shifted bounds fit.",
+    ),
+    prim(
+        "lift_if",
+        &[req("loop", ParamKind::Stmt, "the loop whose body is an `if`")],
+        "Moves an `if` whose condition does not depend on the loop out of it.",
+        "the condition does not use the loop variable and reads nothing the loop writes.",
+    ),
+    // ----- statements -----
+    prim(
+        "reorder_stmts",
+        &[req("stmt", ParamKind::Stmt, "the first of two statements")],
+        "Swaps the statement with the one after it.",
+        "the two statements commute: neither writes what the other reads or writes.",
+    ),
+    prim(
+        "add_guard",
+        &[STMT, req("cond", ParamKind::Cond, "the guard")],
+        "Wraps the statement in `if cond`.",
+        "the condition is proved to hold wherever the statement runs.",
+    ),
+    prim(
+        "specialize",
+        &[STMT, req("cond", ParamKind::Cond, "the condition")],
+        "Replaces the statement by `if cond { stmt } else { stmt }`, so each copy can be scheduled for its case.",
+        "the statement is not an allocation, window or `free`, and the condition is a control condition over names in scope.",
+    ),
+    prim(
+        "eliminate_dead_code",
+        &[req("stmt", ParamKind::Stmt, "the loop or `if`")],
+        "Removes a loop that never runs, or an `if` whose condition is always or never true.",
+        "the solver proves the condition constant, or the loop's extent at most 0, from the facts at the statement.",
+    ),
+    prim(
+        "delete_pass",
+        &[req("stmt", ParamKind::Stmt, "the `pass` or block of passes")],
+        "Deletes a statement that does nothing.",
+        "it is a `pass` or contains only passes.",
+    ),
+    prim(
+        "simplify",
+        &[],
+        "Simplifies the control arithmetic of the whole proc (constant folding, affine normal forms).",
+        "always (an equivalence).",
+    ),
+    prim(
+        "inline_assign",
+        &[req("assign", ParamKind::Stmt, "the assignment to a scalar (`\"t =\"`)")],
+        "Replaces the later reads of the assigned cell (same indices) by the assigned value, and removes the assignment (the inverse of `bind_expr`).",
+        "the assignment is to an allocated buffer, the value does not read that cell, and nothing it reads is written before the reads it replaces.",
+    ),
+    prim(
+        "bind_expr",
+        &[
+            STMT,
+            req("expr", ParamKind::DataExpr, "the expression to bind"),
+            req("name", ParamKind::NewName, "the new scalar's name"),
+            opt("memory", ParamKind::Memory, "its memory", "`DRAM_STACK`"),
+        ],
+        "Computes the expression into a new scalar just before the assignment or reduction, and reads the scalar where the expression occurred.",
+        "the statement is an assignment or reduction whose right-hand side contains the expression.",
+    ),
+    // ----- buffers -----
+    prim(
+        "stage_mem",
+        &[
+            STMT,
+            req("region", ParamKind::Region, "the region to stage"),
+            req("name", ParamKind::NewName, "the staging buffer's name"),
+            opt(
+                "memory",
+                ParamKind::Memory,
+                "its memory",
+                "`DRAM_STACK` when the tile is proved to fit its 64 KiB, `DRAM` otherwise",
+            ),
+        ],
+        "Copies the region into a new buffer before the statement, rewrites the statement's accesses of the region to the buffer, and copies what it writes back after.",
+        "the statement accesses the buffer only inside the region; the bounds read no config field the statement writes; the tile fits the memory.",
+    ),
+    prim(
+        "lift_alloc",
+        &[ALLOC],
+        "Moves an allocation out of the loop or `if` around it.",
+        "its shape is the same in every iteration, and no iteration reads a cell an earlier one wrote.",
+    ),
+    prim(
+        "sink_alloc",
+        &[ALLOC],
+        "Moves an allocation into the loop or `if` right after it, the only statement that uses it.",
+        "the buffer is used only there and no iteration reads what an earlier one wrote.",
+    ),
+    prim(
+        "set_memory",
+        &[ALLOC, req("memory", ParamKind::Memory, "the memory")],
+        "Places the buffer in another memory.",
+        "the memory's rules hold for every access (addressability, innermost dimension, size limit).",
+    ),
+    prim(
+        "set_precision",
+        &[ALLOC, req("type", ParamKind::DType, "the element type")],
+        "Changes the buffer's element type (a precision choice, not an equivalence).",
+        "the new type is a data type of the same kind.",
+    ),
+    prim(
+        "expand_dim",
+        &[
+            ALLOC,
+            req("extent", ParamKind::IntExpr, "the new dimension's extent"),
+            req("index", ParamKind::IntExpr, "the index every access uses"),
+        ],
+        "Adds a leading dimension to the buffer, indexed by `index` in every access.",
+        "`0 <= index < extent` wherever the buffer is used.",
+    ),
+    prim(
+        "divide_dim",
+        &[
+            ALLOC,
+            req("dim", ParamKind::Int, "the dimension (from 0)"),
+            req("factor", ParamKind::Int, "the constant divisor"),
+        ],
+        "Splits dimension `dim` of the buffer into two of extents `extent / factor` and `factor`.",
+        "the extent is proved to be a multiple of the factor.",
+    ),
+    prim(
+        "reuse_buffer",
+        &[
+            req("alloc", ParamKind::Stmt, "the allocation of the new buffer"),
+            req("buffer", ParamKind::Buffer, "the dead buffer to reuse"),
+        ],
+        "Makes the new buffer use the storage of a buffer that is no longer used.",
+        "same shape, type and memory; the old buffer is never read again.",
+    ),
+    // ----- procs -----
+    prim(
+        "inline_call",
+        &[req("call", ParamKind::Stmt, "the call (`\"call f\"`)")],
+        "Replaces a call by the callee's body.",
+        "always (an equivalence).",
+    ),
+    prim(
+        "extract_proc",
+        &[
+            STMT,
+            req("name", ParamKind::NewName, "the new proc's name"),
+            opt("count", ParamKind::Int, "how many statements", "1"),
+        ],
+        "Makes `count` statements from the statement on a new proc of the module, and calls it there.",
+        "the name is unused.",
+    ),
+    prim(
+        "replace",
+        &[
+            STMT,
+            req("callee", ParamKind::Proc, "the proc or instruction"),
+        ],
+        "Replaces the block of as many statements as the callee's body, starting at the statement, by a call of the callee (instruction selection).",
+        "the block unifies with the callee's body and the callee's preconditions hold.",
+    ),
+    prim(
+        "call_eqv",
+        &[
+            req("call", ParamKind::Stmt, "the call (`\"call f\"`)"),
+            req("proc", ParamKind::Proc, "the equivalent proc"),
+        ],
+        "Switches a call to another version of the callee.",
+        "both are versions of one proc by the schedule records, and the caller reads no config field the versions may leave different.",
+    ),
+    prim(
+        "rename",
+        &[req("name", ParamKind::NewName, "the new name")],
+        "Names the proc as it stands `name` and adds it to the module (a snapshot later steps do not change); the schedule's result keeps the declaration's name.",
+        "the name is unused.",
+    ),
+    Primitive {
+        name: "partial_eval",
+        params: &[req(
+            "binding",
+            ParamKind::Binding,
+            "a size argument and its value (`N = 64`)",
+        )],
+        repeated: true,
+        effect: "Fixes control arguments to constants and removes them from the signature.",
+        condition: "the values satisfy the proc's assertions and ranges.",
+    },
+    // ----- configs -----
+    prim(
+        "bind_config",
+        &[
+            STMT,
+            req("value", ParamKind::Value, "the value (a control expression, literal or read)"),
+            req("field", ParamKind::ConfigField, "the config field"),
+        ],
+        "Writes the value to the config field before the statement and reads the field where the statement used the value (equivalent except for the field).",
+        "the value's reads are not written by the statement.",
+    ),
+    prim(
+        "write_config",
+        &[
+            STMT,
+            req("field", ParamKind::ConfigField, "the config field"),
+            req("value", ParamKind::Value, "the value (a control expression or literal)"),
+        ],
+        "Writes the value to the config field after the statement (equivalent except for the field).",
+        "the value is in the field's range.",
+    ),
+];
+
+/// The primitive named `name`.
+pub fn primitive(name: &str) -> Option<&'static Primitive> {
+    PRIMITIVES.iter().find(|p| p.name == name)
+}
+
+/// The primitives whose names are close to `name` (a typo, a prefix, a part), closest first.
+pub fn close_to(name: &str) -> Vec<&'static str> {
+    let mut scored: Vec<(usize, &'static str)> = PRIMITIVES
+        .iter()
+        .filter_map(|p| {
+            let d = edit_distance(name, p.name);
+            let related = !name.is_empty() && (p.name.contains(name) || name.contains(p.name));
+            (d <= 2.max(name.len() / 4) || related).then_some((d, p.name))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().map(|(_, n)| n).collect()
+}
+
+/// The message for an unknown primitive, with the close ones (or all of them).
+pub fn unknown_message(name: &str) -> String {
+    let close = close_to(name);
+    if close.is_empty() {
+        let all: Vec<&str> = PRIMITIVES.iter().map(|p| p.name).collect();
+        format!(
+            "unknown scheduling primitive `{name}` (the primitives: {})",
+            all.join(", ")
+        )
+    } else {
+        let v: Vec<String> = close.iter().map(|n| format!("`{n}`")).collect();
+        format!(
+            "unknown scheduling primitive `{name}`; did you mean {}?",
+            v.join(" or ")
+        )
+    }
+}
+
+/// Edit distance over bytes (names are ASCII) counting a swap of neighbours as one edit, the
+/// commonest typo (`spilt`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j - 1] + cost)
+                .min(d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The schedule reference, `docs/schedules.md`.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "# Scheduling primitives\n\n\
+         <!-- Generated from `crates/weft-ir/src/primitives.rs` by `weft primitives`; do not edit. -->\n\n\
+         A schedule is `schedule NAME = BASE { step; step; ... }`: each step is a primitive applied to \
+         the proc as the steps before it left it. weft proves each step's condition (with a \
+         counterexample when it fails) and the control-arithmetic rules for its result, so an \
+         accepted step never changes what the proc computes (except `set_precision`, and the config \
+         fields `bind_config` and `write_config` name).\n\n\
+         Arguments are read with the language's own grammar:\n\n",
+    );
+    let kinds = [
+        ParamKind::Stmt,
+        ParamKind::IntExpr,
+        ParamKind::Cond,
+        ParamKind::DataExpr,
+        ParamKind::Region,
+        ParamKind::ConfigField,
+        ParamKind::Binding,
+    ];
+    for k in kinds {
+        out.push_str(&format!("- **{}**: {}\n", k.form(), kind_explanation(k)));
+    }
+    out.push_str(
+        "\nA statement pattern names a kind of statement and, after `#`, which occurrence (from 0, \
+         in program order, parents before children): `for i` (or just `i`), `C =`, `C +=`, \
+         `alloc t`, `free t`, `window w`, `call f`, `Cfg.f =`, `if`, `pass`. A pattern that \
+         matches nothing is reported with the patterns that do match.\n\n",
+    );
+    out.push_str("| primitive | effect |\n|---|---|\n");
+    for p in PRIMITIVES {
+        out.push_str(&format!(
+            "| [`{}`](#{}) | {} |\n",
+            p.usage(),
+            p.name,
+            first_sentence(p.effect)
+        ));
+    }
+    for p in PRIMITIVES {
+        out.push('\n');
+        out.push_str(&reference_of(p));
+    }
+    out
+}
+
+/// The reference section of one primitive.
+pub fn reference_of(p: &Primitive) -> String {
+    let mut out = format!("## {}\n\n`{}`\n\n", p.name, p.usage());
+    for (k, q) in p.params.iter().enumerate() {
+        let default = q
+            .default
+            .map_or(String::new(), |d| format!("; default {d}"));
+        let many = if p.repeated && k + 1 == p.params.len() {
+            " (one or more)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "- `{}`: {}, {}{default}{many}\n",
+            q.name,
+            q.kind.form(),
+            q.role
+        ));
+    }
+    if !p.params.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&format!("{}\n\nAccepted when {}\n", p.effect, p.condition));
+    out
+}
+
+fn kind_explanation(k: ParamKind) -> &'static str {
+    match k {
+        ParamKind::Stmt => "`i` is the first loop over `i`; a quoted pattern such as `\"C +=\"` or `\"for i #1\"` names any statement (see below).",
+        ParamKind::IntExpr => "an integer expression over the proc's control arguments, the enclosing loops' variables, `stride(A, d)` and config fields (`4 * io + 1`, `C.n - 1`).",
+        ParamKind::Cond => "a boolean control expression (`n > 8 and i < n`).",
+        ParamKind::DataExpr => "an expression over the buffers in scope of the statement (`A[i, k] * 2.0`).",
+        ParamKind::Region => "one interval per dimension, its bounds control expressions in scope of the statement (`C[4 * io:4 * io + 4, 0:n]`).",
+        ParamKind::ConfigField => "a field of a config of the module or its imports.",
+        ParamKind::Binding => "a control argument and its value (`N = 64`).",
+        _ => "",
+    }
+}
+
+fn first_sentence(s: &str) -> &str {
+    match s.find(". ") {
+        Some(k) => &s[..=k],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        for (k, p) in PRIMITIVES.iter().enumerate() {
+            assert!(
+                PRIMITIVES[k + 1..].iter().all(|q| q.name != p.name),
+                "{} twice",
+                p.name
+            );
+            // Optional parameters only at the end, so positions stay unambiguous.
+            let first_opt = p.params.iter().position(|q| q.default.is_some());
+            if let Some(f) = first_opt {
+                assert!(
+                    p.params[f..].iter().all(|q| q.default.is_some()),
+                    "{}",
+                    p.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn arity_messages_name_the_roles() {
+        let fuse = primitive("fuse").unwrap();
+        assert_eq!(
+            fuse.arity_message(2),
+            "`fuse` takes 1 argument: the first loop; got 2"
+        );
+        let split = primitive("split").unwrap();
+        assert!(split.accepts(4) && split.accepts(5) && !split.accepts(3) && !split.accepts(6));
+        assert!(split
+            .arity_message(3)
+            .starts_with("`split` takes 4 to 5 arguments"));
+        let pe = primitive("partial_eval").unwrap();
+        assert!(pe.accepts(3) && !pe.accepts(0));
+        assert_eq!(split.usage(), "split(loop, factor, outer, inner[, tail])");
+    }
+
+    #[test]
+    fn unknown_names_suggest_close_ones() {
+        assert!(unknown_message("spilt").contains("`split`"));
+        assert!(unknown_message("stage").contains("`stage_mem`"));
+        assert!(unknown_message("reorder").contains("`reorder_loops`"));
+        assert!(unknown_message("zzzzzzzzzzzzzz").contains("the primitives: split"));
+    }
+}

@@ -189,6 +189,43 @@ pub struct Printer<'n> {
     pub namer: &'n mut Namer,
     pub out: String,
     indent: usize,
+    /// The source's comments still to print (`weft fmt`), placed by the spans of the statements.
+    comments: Option<&'n mut Comments>,
+}
+
+/// A comment of the source text, to print back where it was.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comment {
+    /// Byte offset of its `//` in the file.
+    pub lo: u32,
+    /// The comment from `//` to the end of its line.
+    pub text: String,
+    /// Code precedes it on its line (it stays at the end of the line printed before it).
+    pub trailing: bool,
+    /// Byte offset of the start of its line.
+    pub line_start: u32,
+}
+
+/// The comments of one file not printed yet, in source order.
+#[derive(Debug, Default)]
+pub struct Comments {
+    list: Vec<Comment>,
+    next: usize,
+}
+
+impl Comments {
+    pub fn new(list: Vec<Comment>) -> Comments {
+        Comments { list, next: 0 }
+    }
+
+    /// The comments before `pos` not printed yet; they count as printed.
+    fn take_before(&mut self, pos: u32) -> &[Comment] {
+        let start = self.next;
+        while self.list.get(self.next).is_some_and(|c| c.lo < pos) {
+            self.next += 1;
+        }
+        &self.list[start..self.next]
+    }
 }
 
 impl<'n> Printer<'n> {
@@ -197,6 +234,53 @@ impl<'n> Printer<'n> {
             namer,
             out: String::new(),
             indent: 0,
+            comments: None,
+        }
+    }
+
+    /// [`Printer::comments_ending_line_of`] the end of `e`, the last thing on a header line.
+    fn comments_ending_line_of_expr(&mut self, e: &Expr) {
+        if !e.span.is_dummy() {
+            self.comments_ending_line_of(e.span.hi);
+        }
+    }
+
+    /// Print the source comments that end the line on which source position `hi` is.
+    fn comments_ending_line_of(&mut self, hi: u32) {
+        let Some(cs) = self.comments.as_deref_mut() else {
+            return;
+        };
+        let mut end = cs.next;
+        while cs
+            .list
+            .get(end)
+            .is_some_and(|c| c.trailing && c.line_start <= hi)
+        {
+            end += 1;
+        }
+        if end > cs.next {
+            let pos = cs.list[end - 1].lo + 1;
+            self.comments_before(pos);
+        }
+    }
+
+    /// Print the source comments before `pos` (a trailing one at the end of the last line, the
+    /// others on lines of their own at the current indentation). Nothing for a dummy position.
+    fn comments_before(&mut self, pos: u32) {
+        let Some(cs) = self.comments.as_deref_mut() else {
+            return;
+        };
+        let due: Vec<Comment> = cs.take_before(pos).to_vec();
+        for c in due {
+            if c.trailing && self.out.ends_with('\n') {
+                self.out.pop();
+                self.out.push(' ');
+                self.out.push_str(&c.text);
+                self.out.push('\n');
+            } else {
+                let text = c.text;
+                self.line(&text);
+            }
         }
     }
 
@@ -322,6 +406,9 @@ impl<'n> Printer<'n> {
     }
 
     pub fn stmt(&mut self, s: &Stmt) {
+        if !s.span.is_dummy() {
+            self.comments_before(s.span.lo);
+        }
         match &s.kind {
             StmtKind::Pass => self.line("pass;"),
             StmtKind::Assign { buf, idx, rhs } => {
@@ -348,12 +435,24 @@ impl<'n> Printer<'n> {
             } => {
                 let l = format!("if {} {{", self.expr(cond));
                 self.line(&l);
-                self.block(then_body);
+                self.comments_ending_line_of_expr(cond);
+                // Where `else` is is not recorded: a comment between the branches goes to the
+                // top of the `else` block, unless it ends the last line of the `then` block.
+                let then_end = match else_body.first() {
+                    Some(_) => None,
+                    None => source_pos(s.span, s.span.hi),
+                };
+                self.block_until(then_body, then_end);
+                if let Some(last) = then_body.last().filter(|t| !t.span.is_dummy()) {
+                    self.indent += 1;
+                    self.comments_ending_line_of(last.span.hi);
+                    self.indent -= 1;
+                }
                 if else_body.is_empty() {
                     self.line("}");
                 } else {
                     self.line("} else {");
-                    self.block(else_body);
+                    self.block_until(else_body, source_pos(s.span, s.span.hi));
                     self.line("}");
                 }
             }
@@ -371,7 +470,8 @@ impl<'n> Printer<'n> {
                     format!("for {} in {range} {{", self.namer.name(var))
                 };
                 self.line(&l);
-                self.block(body);
+                self.comments_ending_line_of_expr(hi);
+                self.block_until(body, source_pos(s.span, s.span.hi));
                 self.line("}");
             }
             StmtKind::Alloc { buf, ty } => {
@@ -395,22 +495,88 @@ impl<'n> Printer<'n> {
     }
 
     pub fn block(&mut self, b: &Block) {
+        self.block_until(b, None);
+    }
+
+    /// A block, then (inside it) the source comments before `end`: the end of the enclosing
+    /// statement, or the start of the statement after the block.
+    fn block_until(&mut self, b: &Block, end: Option<u32>) {
         if self.indent > crate::limits::MAX_NESTING {
             return self.line("<statements nested too deep>");
         }
         self.indent += 1;
-        for s in b {
-            self.stmt(s);
+        let mut k = 0;
+        while k < b.len() {
+            match scalar_let(b, k) {
+                Some(text) => {
+                    self.comments_before(b[k].span.lo);
+                    let l = self.scalar_let_line(text);
+                    self.line(&l);
+                    k += 2;
+                }
+                None => {
+                    self.stmt(&b[k]);
+                    k += 1;
+                }
+            }
+        }
+        if let Some(pos) = end {
+            self.comments_before(pos);
         }
         self.indent -= 1;
+    }
+
+    fn scalar_let_line(&mut self, (buf, ty, rhs): (&Sym, &BufType, &Expr)) -> String {
+        format!(
+            "let {}: {} = {};",
+            self.namer.name(buf),
+            self.buf_type(ty),
+            self.expr(rhs)
+        )
+    }
+}
+
+/// `pos` when `span` is a source position (statements made by rewrites have none).
+fn source_pos(span: crate::Span, pos: u32) -> Option<u32> {
+    (!span.is_dummy()).then_some(pos)
+}
+
+/// The scalar `let t: T = e;` at `b[k]`: an allocation of a scalar followed by its assignment,
+/// both with the span of one `let` in the source (so rewrites' allocations print as written).
+fn scalar_let(b: &[Stmt], k: usize) -> Option<(&Sym, &BufType, &Expr)> {
+    let (a, s) = (b.get(k)?, b.get(k + 1)?);
+    match (&a.kind, &s.kind) {
+        (
+            StmtKind::Alloc { buf, ty },
+            StmtKind::Assign {
+                buf: target,
+                idx,
+                rhs,
+            },
+        ) if target == buf
+            && idx.is_empty()
+            && ty.shape.is_empty()
+            && !ty.window
+            && a.span == s.span
+            && !a.span.is_dummy() =>
+        {
+            Some((buf, ty, rhs))
+        }
+        _ => None,
     }
 }
 
 /// The text of one proc (or instruction).
 pub fn proc_to_string(p: &Proc) -> String {
+    print_proc(p, None)
+}
+
+/// A proc, with the source comments inside it (`weft fmt`).
+fn print_proc(p: &Proc, comments: Option<&mut Comments>) -> String {
     let mut namer = Namer::default();
     namer.reserve_all(p);
     let mut pr = Printer::new(&mut namer);
+    pr.comments = comments;
     let mut args = Vec::new();
     for a in &p.args {
         let n = pr.namer.name(&a.sym);
@@ -433,11 +599,14 @@ pub fn proc_to_string(p: &Proc) -> String {
     pr.out.push('\n');
     pr.indent = 1;
     for e in &p.preds {
+        if !e.span.is_dummy() {
+            pr.comments_before(e.span.lo);
+        }
         let l = format!("assert {};", pr.expr(e));
         pr.line(&l);
     }
     pr.indent = 0;
-    pr.block(&p.body);
+    pr.block_until(&p.body, source_pos(p.span, p.span.hi));
     pr.out.push_str("}\n");
     pr.out
 }
@@ -471,8 +640,28 @@ pub fn config_to_string(c: &Config) -> String {
     s
 }
 
-/// The text of a module: memories, then configs, then procs, each in module order.
+/// The text of a module: its items in the order of its source file (a proc may call a schedule
+/// declared before it); items without a source position as memories, configs, procs, schedules.
 pub fn module_to_string(m: &Module) -> String {
+    module_with_comments(m, &mut Comments::default())
+}
+
+/// [`module_to_string`] with the comments of the module's source file put back: each before the
+/// item, statement or step it preceded, or at the end of the line it ended (`weft fmt`).
+pub fn module_with_comments(m: &Module, comments: &mut Comments) -> String {
+    enum Item<'a> {
+        Memory(&'a Memory),
+        Config(&'a Config),
+        Proc(&'a Proc),
+        Schedule(&'a crate::ScheduleDecl),
+    }
+    let mut items: Vec<(crate::Span, Item)> = Vec::new();
+    items.extend(m.memories.iter().map(|x| (x.span, Item::Memory(x))));
+    items.extend(m.configs.iter().map(|x| (x.span, Item::Config(x))));
+    items.extend(m.procs.iter().map(|x| (x.span, Item::Proc(x))));
+    items.extend(m.schedules.iter().map(|x| (x.span, Item::Schedule(x))));
+    // Stable: items without a source position keep the order of their kinds.
+    items.sort_by_key(|(span, _)| if span.is_dummy() { 0 } else { span.lo });
     let mut parts = Vec::new();
     if !m.imports.is_empty() {
         let lines: Vec<String> = m
@@ -482,20 +671,86 @@ pub fn module_to_string(m: &Module) -> String {
             .collect();
         parts.push(lines.concat());
     }
-    parts.extend(m.memories.iter().map(|x| memory_to_string(x)));
-    parts.extend(m.configs.iter().map(|x| config_to_string(x)));
-    parts.extend(m.procs.iter().map(|x| proc_to_string(x)));
-    parts.extend(m.schedules.iter().map(schedule_to_string));
+    for (span, item) in items {
+        let before = if span.is_dummy() {
+            String::new()
+        } else {
+            top_level_comments(comments.take_before(span.lo), &mut parts)
+        };
+        let text = match item {
+            Item::Proc(p) => print_proc(p, Some(&mut *comments)),
+            Item::Memory(x) => with_inner_comments(memory_to_string(x), span, comments),
+            Item::Config(x) => with_inner_comments(config_to_string(x), span, comments),
+            Item::Schedule(d) => schedule_with_comments(d, comments),
+        };
+        parts.push(before + &text);
+    }
+    let rest = top_level_comments(comments.take_before(u32::MAX), &mut parts);
+    if !rest.is_empty() {
+        parts.push(rest);
+    }
     parts.join("\n")
 }
 
-pub fn schedule_to_string(d: &crate::ScheduleDecl) -> String {
-    let mut out = format!("schedule {} = {} {{\n", d.name, d.base);
-    for s in &d.steps {
-        out.push_str(&format!("    {s};\n"));
+/// Comments between items: a trailing one ends the last line of the item before it, the others
+/// are returned as lines to go before the next item.
+fn top_level_comments(cs: &[Comment], parts: &mut [String]) -> String {
+    let mut lines = String::new();
+    for c in cs {
+        match parts.last_mut() {
+            Some(last) if c.trailing && lines.is_empty() && last.ends_with('\n') => {
+                last.pop();
+                last.push(' ');
+                last.push_str(&c.text);
+                last.push('\n');
+            }
+            _ => {
+                lines.push_str(&c.text);
+                lines.push('\n');
+            }
+        }
+    }
+    lines
+}
+
+/// An item printed as `... }\n` with the source comments inside its span put before the `}`.
+fn with_inner_comments(text: String, span: crate::Span, comments: &mut Comments) -> String {
+    if span.is_dummy() {
+        return text;
+    }
+    let inner = comments.take_before(span.hi);
+    if inner.is_empty() {
+        return text;
+    }
+    let mut out = text.strip_suffix("}\n").unwrap_or(&text).to_string();
+    for c in inner {
+        out.push_str(&format!("    {}\n", c.text));
     }
     out.push_str("}\n");
     out
+}
+
+pub fn schedule_to_string(d: &crate::ScheduleDecl) -> String {
+    schedule_with_comments(d, &mut Comments::default())
+}
+
+fn schedule_with_comments(d: &crate::ScheduleDecl, comments: &mut Comments) -> String {
+    let mut namer = Namer::default();
+    let mut pr = Printer::new(&mut namer);
+    pr.comments = Some(comments);
+    pr.out = format!("schedule {} = {} {{\n", d.name, d.base);
+    pr.indent = 1;
+    for s in &d.steps {
+        if !s.span.is_dummy() {
+            pr.comments_before(s.span.lo);
+        }
+        pr.line(&format!("{s};"));
+    }
+    if !d.span.is_dummy() {
+        pr.comments_before(d.span.hi);
+    }
+    pr.out.push_str("}\n");
+    pr.out
 }
 
 pub fn expr_to_string(e: &Expr) -> String {

@@ -56,6 +56,22 @@ const PUNCTS: &[&str] = &[
 
 /// Lex a whole file. Stops at the first error.
 pub fn lex(file: u32, text: &str) -> Result<Vec<Token>, Diagnostic> {
+    lex_keeping(file, text, None)
+}
+
+/// The comments of a file, in order (for `weft fmt`). A file that does not lex has none.
+pub fn comments(text: &str) -> Vec<weft_ir::print::Comment> {
+    let mut out = Vec::new();
+    let _ = lex_keeping(0, text, Some(&mut out));
+    out
+}
+
+/// Lex, putting the comments into `comments` when given.
+fn lex_keeping(
+    file: u32,
+    text: &str,
+    mut comments: Option<&mut Vec<weft_ir::print::Comment>>,
+) -> Result<Vec<Token>, Diagnostic> {
     let bytes = text.as_bytes();
     let span = |lo: usize, hi: usize| Span::new(file, lo as u32, hi as u32);
     let mut out = Vec::new();
@@ -74,8 +90,18 @@ pub fn lex(file: u32, text: &str) -> Result<Vec<Token>, Diagnostic> {
             continue;
         }
         if c == b'/' && bytes.get(i + 1) == Some(&b'/') {
+            let start = i;
             while i < bytes.len() && bytes[i] != b'\n' {
                 i += 1;
+            }
+            if let Some(out) = comments.as_deref_mut() {
+                let line_start = text[..start].rfind('\n').map_or(0, |k| k + 1);
+                out.push(weft_ir::print::Comment {
+                    lo: start as u32,
+                    text: text[start..i].trim_end().to_string(),
+                    trailing: !text[line_start..start].trim().is_empty(),
+                    line_start: line_start as u32,
+                });
             }
             continue;
         }

@@ -30,6 +30,7 @@
 //! depth is safe whatever the caller's stack size and optimisation level.
 
 mod lexer;
+pub use lexer::comments;
 mod parser;
 
 use std::collections::{BTreeMap, HashMap};

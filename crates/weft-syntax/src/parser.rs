@@ -791,7 +791,11 @@ impl<'a, 'r> Parser<'a, 'r> {
             if *self.tok() == Tok::Eof {
                 return Err(self.expected("a statement or `}`"));
             }
-            out.push(self.stmt()?);
+            if self.is_kw("let") && self.tok_at(2) == &Tok::Punct(":") {
+                out.extend(self.scalar_let()?);
+            } else {
+                out.push(self.stmt()?);
+            }
         }
         self.vars.truncate(mark);
         Ok(out)
@@ -920,6 +924,57 @@ impl<'a, 'r> Parser<'a, 'r> {
             _ => return Err(self.expected("a statement")),
         };
         Ok(Stmt::new(kind, self.span_from(lo)))
+    }
+
+    /// `let t: T [@ MEM] = e;`, a scalar temporary: `alloc t: T @ MEM; t = e;`. Both statements
+    /// carry the span of the `let`, which is how the printer recognises the pair and writes it
+    /// back as a `let`.
+    fn scalar_let(&mut self) -> PResult<[Stmt; 2]> {
+        let lo = self.lo();
+        self.bump();
+        let (name, sp) = self.name()?;
+        self.expect_punct(":")?;
+        let ty_lo = self.lo();
+        let ty = self.buf_type()?;
+        if ty.window || !ty.shape.is_empty() {
+            return Err(Diagnostic::new(
+                "syntax",
+                self.span_from(ty_lo),
+                "a `let` with a type binds one value of a data type (`let t: f32 = e;`); allocate arrays with `alloc`",
+            ));
+        }
+        self.expect_punct("=")?;
+        // The value is read before `t` is in scope, as in `alloc t; t = e;` it could not be read.
+        let rhs = self.expr()?.coerce(Ty::Data(ty.elem));
+        self.expect_punct(";")?;
+        let buf = Sym::new(&name);
+        self.declare(
+            &name,
+            sp,
+            &buf,
+            VarKind::Buf {
+                elem: ty.elem,
+                rank: 0,
+            },
+        )?;
+        let span = self.span_from(lo);
+        Ok([
+            Stmt::new(
+                StmtKind::Alloc {
+                    buf: buf.clone(),
+                    ty,
+                },
+                span,
+            ),
+            Stmt::new(
+                StmtKind::Assign {
+                    buf,
+                    idx: Vec::new(),
+                    rhs,
+                },
+                span,
+            ),
+        ])
     }
 
     /// `if c { } [else { } | else if ...]`; `else if` is a nested `if` in the else block.

@@ -599,3 +599,38 @@ fn schedule_errors_name_the_place() {
     let (d, _) = parse_err("proc p(n: size) {\n    pass;\n}\nschedule p = p {\n}\n");
     assert_eq!(d[0].rule, "duplicate-definition");
 }
+
+#[test]
+fn scalar_let_is_an_allocation_and_its_assignment() {
+    let m = parse(
+        "proc f(n: size, x: f32[n]) {
+    for i in 0..n {
+        let t: f32 @ DRAM_STACK = x[i] * 2.0;
+        x[i] = t;
+    }
+}",
+    );
+    let StmtKind::For { body, .. } = &m.procs[0].body[0].kind else {
+        panic!("a loop")
+    };
+    let (StmtKind::Alloc { buf, ty }, StmtKind::Assign { buf: b2, idx, rhs }) =
+        (&body[0].kind, &body[1].kind)
+    else {
+        panic!("alloc then assign: {:?}", body)
+    };
+    assert!(buf == b2 && idx.is_empty() && ty.shape.is_empty());
+    assert_eq!((ty.elem, ty.mem.name.as_str()), (DType::F32, "DRAM_STACK"));
+    // The literal takes the declared type.
+    assert_eq!(rhs.ty, Ty::Data(DType::F32));
+    let text = weft_ir::print::module_to_string(&m);
+    assert!(
+        text.contains("let t: f32 @ DRAM_STACK = x[i] * 2.0;"),
+        "{text}"
+    );
+
+    // Only scalars; the value cannot read the name it defines.
+    let (ds, _) = parse_err("proc f(x: f32[4]) { let t: f32[4] = x[0]; }");
+    assert!(ds[0].message.contains("binds one value"), "{:?}", ds[0]);
+    let (ds, _) = parse_err("proc f(x: f32[4]) { let t: f32 = t + 1.0; }");
+    assert!(ds[0].message.contains("unknown name `t`"), "{:?}", ds[0]);
+}

@@ -133,6 +133,47 @@ proptest! {
         prop_assert!(why.is_none(), "{}\n--- text ---\n{text}", why.unwrap_or_default());
         prop_assert_eq!(module_to_string(&parsed), text);
     }
+
+    /// Comments put at random on lines of their own and at line ends of a printed module all
+    /// come back, in order, from the comment-keeping printer (`weft fmt`), and what it prints
+    /// parses to the same module and prints the same again.
+    #[test]
+    fn random_comments_survive_formatting(seed in any::<u64>(), marks in proptest::collection::vec(any::<u16>(), 1..12)) {
+        let m = common::Gen::new(seed).module();
+        let lines: Vec<String> = module_to_string(&m).lines().map(str::to_string).collect();
+        let mut text = String::new();
+        let mut expected = Vec::new();
+        for (k, line) in lines.iter().enumerate() {
+            let hit = marks.iter().position(|&x| x as usize % lines.len().max(1) == k);
+            match hit {
+                Some(j) if j % 2 == 0 => {
+                    let c = format!("// own {k}");
+                    text.push_str(&format!("{c}\n{line}\n"));
+                    expected.push(c);
+                }
+                Some(_) => {
+                    let c = format!("// end {k}");
+                    text.push_str(&format!("{line} {c}\n"));
+                    expected.push(c);
+                }
+                None => text.push_str(&format!("{line}\n")),
+            }
+        }
+        let parsed = parse_or_render("c.weft", &text);
+        prop_assert!(parsed.is_ok(), "{}", parsed.err().unwrap_or_default());
+        let parsed = parsed.unwrap();
+        let mut cs = weft_ir::print::Comments::new(weft_syntax::comments(&text));
+        let out = weft_ir::print::module_with_comments(&parsed, &mut cs);
+        let got: Vec<String> = weft_syntax::comments(&out).into_iter().map(|c| c.text).collect();
+        prop_assert_eq!(&got, &expected, "{}\n--- from ---\n{}", out, text);
+        let again = parse_or_render("d.weft", &out);
+        prop_assert!(again.is_ok(), "{}", again.err().unwrap_or_default());
+        let again = again.unwrap();
+        let why = module_mismatch(&parsed, &again);
+        prop_assert!(why.is_none(), "{}\n--- text ---\n{out}", why.unwrap_or_default());
+        let mut cs = weft_ir::print::Comments::new(weft_syntax::comments(&out));
+        prop_assert_eq!(weft_ir::print::module_with_comments(&again, &mut cs), out);
+    }
 }
 
 /// The repository's example programs and hardware libraries parse and round-trip.

@@ -13,6 +13,7 @@ pub mod readme_jit_example {}
 
 pub mod aot;
 pub mod build;
+pub mod format;
 pub mod hostbuf;
 pub mod link;
 pub mod run;

@@ -143,6 +143,109 @@ fn fmt_prints_canonical_text_that_checks() {
     assert!(weft(&["check", &f]).status.success());
 }
 
+/// A file with comments everywhere a user puts them, a scalar `let`, and a proc that calls a
+/// schedule declared before it (so the item order matters).
+const COMMENTED: &str = "// run: --proc h --size n=7
+// A header comment.
+config C { k: index } // trailing after an item
+memory M {
+    header \"\"
+    alloc \"{type} {name}[{size}];\"
+    free \"\"
+    access \"{name}[{offset}]\"
+    addressable true
+    // inside a memory
+}
+proc f(n: size, x: f32[n]) { // after the header
+    assert n >= 1;
+    // before a loop
+    for i in 0..n {
+        let t: f32 = x[i] * 2.0; // a scalar temporary
+        if i > 0 { x[i] = t; } else {
+            // in an else
+            x[i] = t + 1.0;
+        }
+        // last in the loop
+    }
+    // last in the proc
+}
+schedule g = f {
+    // why we split
+    split(i, 4, io, ii, cut); // trailing a step
+}
+proc h(n: size, x: f32[n]) {
+    g(n, x);
+}
+// the end
+";
+
+#[test]
+fn fmt_keeps_comments_order_and_scalar_lets_and_is_a_fixpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "c.weft", COMMENTED);
+    let o = weft(&["fmt", &f]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    for line in COMMENTED.lines() {
+        if let Some(k) = line.find("//") {
+            assert!(out.contains(&line[k..]), "lost `{}`:\n{out}", &line[k..]);
+        }
+    }
+    for expected in [
+        "config C {\n    k: index,\n} // trailing after an item\n",
+        "proc f(n: size, x: f32[n] @ DRAM) { // after the header\n    assert n >= 1;\n    // before a loop\n    for i in 0..n {\n",
+        "        let t: f32 @ DRAM = x[i] * 2.0; // a scalar temporary\n",
+        "        } else {\n            // in an else\n            x[i] = t + 1.0;\n        }\n        // last in the loop\n    }\n    // last in the proc\n}\n",
+        "    // why we split\n    split(i, 4, io, ii, cut); // trailing a step\n}\n",
+        "    // inside a memory\n}\n",
+        "// the end\n",
+    ] {
+        assert!(out.contains(expected), "missing:\n{expected}\nin:\n{out}");
+    }
+    // The schedule stays before the proc that calls it, so the output checks.
+    assert!(
+        out.find("\nschedule g").unwrap() < out.find("\nproc h(").unwrap(),
+        "{out}"
+    );
+    let g = write(&dir, "canon.weft", &out);
+    assert!(weft(&["check", &g]).status.success(), "{out}");
+    assert_eq!(weft(&["fmt", &g]).stdout, o.stdout, "fmt is not a fixpoint");
+    // `// run:` lines still drive the examples runner.
+    let o = weft(&["examples", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn fmt_write_rewrites_in_place_and_check_reports_non_canonical_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "c.weft", COMMENTED);
+    let o = weft(&["fmt", "--check", &f]);
+    assert!(
+        !o.status.success() && text(&o).contains("not in canonical form"),
+        "{}",
+        text(&o)
+    );
+    let expected = weft(&["fmt", &f]).stdout;
+    let o = weft(&["fmt", "-w", &f]);
+    assert!(
+        o.status.success() && text(&o).contains("formatted"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), expected);
+    assert!(weft(&["fmt", "--check", &f]).status.success());
+    // Nothing is left beside the file.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    // A file that does not parse is left as it is.
+    let bad = write(&dir, "bad.weft", "proc f( {");
+    assert!(!weft(&["fmt", "-w", &bad]).status.success());
+    assert_eq!(std::fs::read_to_string(&bad).unwrap(), "proc f( {");
+}
+
 #[test]
 fn c_writes_source_header_and_depfile() {
     let dir = tempfile::tempdir().unwrap();

@@ -22,8 +22,16 @@ enum Command {
     /// Check a .weft file: types, quasi-affine control, bounds and call preconditions (exit 0 when
     /// well-formed and safe, 1 with diagnostics otherwise).
     Check { file: PathBuf },
-    /// Print a .weft file in canonical form.
-    Fmt { file: PathBuf },
+    /// Print a .weft file in canonical form, its comments kept (`// run:` lines included).
+    Fmt {
+        file: PathBuf,
+        /// Rewrite the file in place instead of printing it.
+        #[arg(short = 'w', long)]
+        write: bool,
+        /// Print nothing; exit 1 when the file is not in canonical form.
+        #[arg(long, conflicts_with = "write")]
+        check: bool,
+    },
     /// Emit C and a header (and a .d dependency file) for a .weft file.
     C {
         file: PathBuf,
@@ -180,9 +188,22 @@ fn main() -> ExitCode {
             print!("{}", weft_ir::primitives::reference_of(p));
             Ok(())
         }
-        Command::Fmt { file } => {
-            let program = weft::parse(&file)?;
-            print!("{}", program.module);
+        Command::Fmt { file, write, check } => {
+            if write {
+                if weft::format::format_in_place(&file)? {
+                    eprintln!("formatted {}", file.display());
+                }
+            } else if check {
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                if weft::format::format_file(&file)? != text {
+                    return Err(Error::message(format!(
+                        "{} is not in canonical form (`weft fmt -w` formats it)",
+                        file.display()
+                    )));
+                }
+            } else {
+                print!("{}", weft::format::format_file(&file)?);
+            }
             Ok(())
         }
         Command::C {

@@ -110,21 +110,7 @@ fn parse_items_here(
     resolver: &mut Resolver<'_>,
 ) -> Result<Module, Vec<Diagnostic>> {
     let toks = lex(file, text).map_err(|d| vec![d])?;
-    let mut p = Parser {
-        file,
-        toks,
-        pos: 0,
-        prev_hi: 0,
-        depth: 0,
-        scope,
-        own: HashMap::new(),
-        vars: Vec::new(),
-        resolver,
-        diags: Vec::new(),
-        module: Module::default(),
-        text: text.to_string(),
-        placeholders: false,
-    };
+    let mut p = Parser::new(file, toks, scope, resolver, text);
     p.items();
     if p.diags.is_empty() {
         Ok(p.module)
@@ -145,21 +131,7 @@ pub fn parse_step(
     let mut resolver = |_: &str, sp: Span| -> Result<Module, Vec<Diagnostic>> {
         Err(vec![Diagnostic::new("syntax", sp, "no imports in a step")])
     };
-    let mut p = Parser {
-        file,
-        toks,
-        pos: 0,
-        prev_hi: 0,
-        depth: 0,
-        scope,
-        own: HashMap::new(),
-        vars: Vec::new(),
-        resolver: &mut resolver,
-        diags: Vec::new(),
-        module: Module::default(),
-        text: src.clone(),
-        placeholders: false,
-    };
+    let mut p = Parser::new(file, toks, scope, &mut resolver, &src);
     let step = p.step()?;
     if *p.tok() != Tok::Eof {
         return Err(p.expected("the end of the step"));
@@ -174,6 +146,30 @@ fn is_keyword(s: &str) -> bool {
 }
 
 impl<'a, 'r> Parser<'a, 'r> {
+    fn new(
+        file: u32,
+        toks: Vec<Token>,
+        scope: &'a mut Scope,
+        resolver: &'a mut Resolver<'r>,
+        text: &str,
+    ) -> Self {
+        Parser {
+            file,
+            toks,
+            pos: 0,
+            prev_hi: 0,
+            depth: 0,
+            scope,
+            own: HashMap::new(),
+            vars: Vec::new(),
+            resolver,
+            diags: Vec::new(),
+            module: Module::default(),
+            text: text.to_string(),
+            placeholders: false,
+        }
+    }
+
     // ----- token helpers -----
 
     fn tok(&self) -> &Tok {

@@ -106,6 +106,14 @@ impl Namer {
         });
     }
 
+    /// `s` went out of scope: its name may be given to another symbol (sibling loops keep
+    /// their names, as written).
+    fn release(&mut self, s: &Sym) {
+        if let Some(n) = self.names.get(s) {
+            self.used.remove(n);
+        }
+    }
+
     /// The printed name of `s`, assigning one at first sight.
     pub fn name(&mut self, s: &Sym) -> String {
         if let Some(n) = self.names.get(s) {
@@ -191,6 +199,8 @@ pub struct Printer<'n> {
     indent: usize,
     /// The source's comments still to print (`weft fmt`), placed by the spans of the statements.
     comments: Option<&'n mut Comments>,
+    /// The length of `out` when a comment was last put at the end of its last line.
+    trailing_at: Option<usize>,
 }
 
 /// A comment of the source text, to print back where it was.
@@ -206,16 +216,37 @@ pub struct Comment {
     pub line_start: u32,
 }
 
-/// The comments of one file not printed yet, in source order.
+/// The comments of one file not printed yet, in source order, and where the file had blank
+/// lines (one is kept where there was at least one, between statements, steps, comments).
 #[derive(Debug, Default)]
 pub struct Comments {
     list: Vec<Comment>,
     next: usize,
+    /// Byte offsets of the blank lines, ascending.
+    blanks: Vec<u32>,
+    /// The source position printed last.
+    last: u32,
+    /// Where each `import` of the file starts, in order.
+    pub imports: Vec<u32>,
 }
 
 impl Comments {
-    pub fn new(list: Vec<Comment>) -> Comments {
-        Comments { list, next: 0 }
+    pub fn new(list: Vec<Comment>, blanks: Vec<u32>) -> Comments {
+        Comments {
+            list,
+            next: 0,
+            blanks,
+            last: 0,
+            imports: Vec::new(),
+        }
+    }
+
+    /// Whether the source has a blank line between what was printed last and `pos`, which is
+    /// printed next.
+    fn blank_before(&mut self, pos: u32) -> bool {
+        let gap = self.blanks.iter().any(|&b| b > self.last && b < pos);
+        self.last = self.last.max(pos);
+        gap
     }
 
     /// The comments before `pos` not printed yet; they count as printed.
@@ -235,6 +266,7 @@ impl<'n> Printer<'n> {
             out: String::new(),
             indent: 0,
             comments: None,
+            trailing_at: None,
         }
     }
 
@@ -272,15 +304,42 @@ impl<'n> Printer<'n> {
         };
         let due: Vec<Comment> = cs.take_before(pos).to_vec();
         for c in due {
-            if c.trailing && self.out.ends_with('\n') {
+            // One comment ends a line: a second one for the same line (from a part of the
+            // source printed on one line, such as a wrapped signature) gets a line of its own.
+            let line_free = self.trailing_at != Some(self.out.len());
+            if c.trailing && line_free && self.out.ends_with('\n') {
                 self.out.pop();
                 self.out.push(' ');
                 self.out.push_str(&c.text);
                 self.out.push('\n');
+                self.trailing_at = Some(self.out.len());
+                self.gap_before(c.lo, false);
             } else {
+                self.gap_before(c.lo, true);
                 let text = c.text;
                 self.line(&text);
+                // A comment line is not code: a trailing comment after it stays on its own line.
+                self.trailing_at = Some(self.out.len());
             }
+        }
+    }
+
+    /// An empty line before what is printed next (at source position `pos`), where the source
+    /// had one and it does not open a block (`emit`: else only note the position).
+    fn gap_before(&mut self, pos: u32, emit: bool) {
+        let Some(cs) = self.comments.as_deref_mut() else {
+            return;
+        };
+        if cs.blank_before(pos) && emit && !self.out.is_empty() && !self.out.ends_with("{\n") {
+            self.out.push('\n');
+        }
+    }
+
+    /// The source comments before the construct at `span`, then its blank line, if any.
+    fn layout_before(&mut self, span: crate::Span) {
+        if !span.is_dummy() {
+            self.comments_before(span.lo);
+            self.gap_before(span.lo, true);
         }
     }
 
@@ -406,9 +465,7 @@ impl<'n> Printer<'n> {
     }
 
     pub fn stmt(&mut self, s: &Stmt) {
-        if !s.span.is_dummy() {
-            self.comments_before(s.span.lo);
-        }
+        self.layout_before(s.span);
         match &s.kind {
             StmtKind::Pass => self.line("pass;"),
             StmtKind::Assign { buf, idx, rhs } => {
@@ -473,6 +530,7 @@ impl<'n> Printer<'n> {
                 self.comments_ending_line_of_expr(hi);
                 self.block_until(body, source_pos(s.span, s.span.hi));
                 self.line("}");
+                self.namer.release(var);
             }
             StmtKind::Alloc { buf, ty } => {
                 let l = format!("alloc {}: {};", self.namer.name(buf), self.buf_type(ty));
@@ -509,7 +567,7 @@ impl<'n> Printer<'n> {
         while k < b.len() {
             match scalar_let(b, k) {
                 Some(text) => {
-                    self.comments_before(b[k].span.lo);
+                    self.layout_before(b[k].span);
                     let l = self.scalar_let_line(text);
                     self.line(&l);
                     k += 2;
@@ -522,8 +580,17 @@ impl<'n> Printer<'n> {
         }
         if let Some(pos) = end {
             self.comments_before(pos);
+            self.gap_before(pos, false);
         }
         self.indent -= 1;
+        for s in b {
+            match &s.kind {
+                StmtKind::Alloc { buf: x, .. } | StmtKind::Window { name: x, .. } => {
+                    self.namer.release(x)
+                }
+                _ => {}
+            }
+        }
     }
 
     fn scalar_let_line(&mut self, (buf, ty, rhs): (&Sym, &BufType, &Expr)) -> String {
@@ -536,13 +603,59 @@ impl<'n> Printer<'n> {
     }
 }
 
+/// Whether `e` reads `buf`.
+fn reads_buffer(e: &Expr, buf: &Sym) -> bool {
+    let mut found = false;
+    visit::walk_expr(e, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Read { buf: b, .. } if b == buf);
+    });
+    found
+}
+
+/// Lines are wrapped before this width where they can be.
+const WIDTH: usize = 100;
+
+/// `open` args `close` on one line, or when that is wider than [`WIDTH`], the arguments filled
+/// into lines aligned after `open`.
+fn signature_lines(open: &str, args: &[String], close: &str) -> String {
+    let one = format!("{open}{}{close}", args.join(", "));
+    if one.len() <= WIDTH || args.len() < 2 {
+        return one;
+    }
+    let indent = " ".repeat(open.len());
+    let mut out = open.to_string();
+    let mut line_len = open.len();
+    for (k, a) in args.iter().enumerate() {
+        let piece = if k + 1 == args.len() {
+            a.clone()
+        } else {
+            format!("{a},")
+        };
+        if k > 0 {
+            if line_len + 1 + piece.len() > WIDTH {
+                out.push('\n');
+                out.push_str(&indent);
+                line_len = indent.len();
+            } else {
+                out.push(' ');
+                line_len += 1;
+            }
+        }
+        out.push_str(&piece);
+        line_len += piece.len();
+    }
+    out.push_str(close);
+    out
+}
+
 /// `pos` when `span` is a source position (statements made by rewrites have none).
 fn source_pos(span: crate::Span, pos: u32) -> Option<u32> {
     (!span.is_dummy()).then_some(pos)
 }
 
 /// The scalar `let t: T = e;` at `b[k]`: an allocation of a scalar followed by its assignment,
-/// both with the span of one `let` in the source (so rewrites' allocations print as written).
+/// both from one place (a `let` in the source, or one step such as `bind_expr`), where `e` does
+/// not read `t` (a `let` cannot).
 fn scalar_let(b: &[Stmt], k: usize) -> Option<(&Sym, &BufType, &Expr)> {
     let (a, s) = (b.get(k)?, b.get(k + 1)?);
     match (&a.kind, &s.kind) {
@@ -558,7 +671,8 @@ fn scalar_let(b: &[Stmt], k: usize) -> Option<(&Sym, &BufType, &Expr)> {
             && ty.shape.is_empty()
             && !ty.window
             && a.span == s.span
-            && !a.span.is_dummy() =>
+            && !a.span.is_dummy()
+            && !reads_buffer(rhs, buf) =>
         {
             Some((buf, ty, rhs))
         }
@@ -586,22 +700,19 @@ fn print_proc(p: &Proc, comments: Option<&mut Comments>) -> String {
         };
         args.push(format!("{n}: {t}"));
     }
-    let head = match &p.instr {
-        Some(i) => format!(
-            "instr {}({}) {} {{",
-            p.name,
-            args.join(", "),
-            escape_string(&i.template)
+    let (open, close) = match &p.instr {
+        Some(i) => (
+            format!("instr {}(", p.name),
+            format!(") {} {{", escape_string(&i.template)),
         ),
-        None => format!("proc {}({}) {{", p.name, args.join(", ")),
+        None => (format!("proc {}(", p.name), ") {".to_string()),
     };
+    let head = signature_lines(&open, &args, &close);
     pr.out.push_str(&head);
     pr.out.push('\n');
     pr.indent = 1;
     for e in &p.preds {
-        if !e.span.is_dummy() {
-            pr.comments_before(e.span.lo);
-        }
+        pr.layout_before(e.span);
         let l = format!("assert {};", pr.expr(e));
         pr.line(&l);
     }
@@ -650,55 +761,79 @@ pub fn module_to_string(m: &Module) -> String {
 /// item, statement or step it preceded, or at the end of the line it ended (`weft fmt`).
 pub fn module_with_comments(m: &Module, comments: &mut Comments) -> String {
     enum Item<'a> {
+        Import(&'a str),
         Memory(&'a Memory),
         Config(&'a Config),
         Proc(&'a Proc),
         Schedule(&'a crate::ScheduleDecl),
     }
     let mut items: Vec<(crate::Span, Item)> = Vec::new();
+    // Imports have a source position when the layout found one for each.
+    let import_pos = |k: usize| match comments.imports.get(k) {
+        Some(&lo) if comments.imports.len() == m.imports.len() => crate::Span::new(0, lo, lo),
+        _ => crate::Span::DUMMY,
+    };
+    items.extend(
+        m.imports
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (import_pos(k), Item::Import(i))),
+    );
     items.extend(m.memories.iter().map(|x| (x.span, Item::Memory(x))));
     items.extend(m.configs.iter().map(|x| (x.span, Item::Config(x))));
     items.extend(m.procs.iter().map(|x| (x.span, Item::Proc(x))));
     items.extend(m.schedules.iter().map(|x| (x.span, Item::Schedule(x))));
     // Stable: items without a source position keep the order of their kinds.
     items.sort_by_key(|(span, _)| if span.is_dummy() { 0 } else { span.lo });
-    let mut parts = Vec::new();
-    if !m.imports.is_empty() {
-        let lines: Vec<String> = m
-            .imports
-            .iter()
-            .map(|i| format!("import {};\n", escape_string(i)))
-            .collect();
-        parts.push(lines.concat());
-    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut after_import = false;
     for (span, item) in items {
-        let before = if span.is_dummy() {
-            String::new()
-        } else {
-            top_level_comments(comments.take_before(span.lo), &mut parts)
-        };
+        let mut before = String::new();
+        if !span.is_dummy() {
+            before = top_level_comments(comments, span.lo, &mut parts);
+            // Items are one blank line apart; a blank line between its comments and the item stays.
+            if comments.blank_before(span.lo) && !before.is_empty() {
+                before.push('\n');
+            }
+        }
         let text = match item {
+            Item::Import(i) => {
+                let line = format!("import {};\n", escape_string(i));
+                // Consecutive imports are one block of lines.
+                match parts.last_mut() {
+                    Some(last) if after_import && before.is_empty() => last.push_str(&line),
+                    _ => parts.push(before + &line),
+                }
+                after_import = true;
+                continue;
+            }
             Item::Proc(p) => print_proc(p, Some(&mut *comments)),
             Item::Memory(x) => with_inner_comments(memory_to_string(x), span, comments),
             Item::Config(x) => with_inner_comments(config_to_string(x), span, comments),
             Item::Schedule(d) => schedule_with_comments(d, comments),
         };
         parts.push(before + &text);
+        after_import = false;
     }
-    let rest = top_level_comments(comments.take_before(u32::MAX), &mut parts);
+    let rest = top_level_comments(comments, u32::MAX, &mut parts);
     if !rest.is_empty() {
         parts.push(rest);
     }
     parts.join("\n")
 }
 
-/// Comments between items: a trailing one ends the last line of the item before it, the others
-/// are returned as lines to go before the next item.
-fn top_level_comments(cs: &[Comment], parts: &mut [String]) -> String {
+/// The comments before `pos` between items: a trailing one ends the last line of the item before
+/// it, the others are returned as lines to go before the next item.
+fn top_level_comments(comments: &mut Comments, pos: u32, parts: &mut [String]) -> String {
     let mut lines = String::new();
-    for c in cs {
+    let mut line_free = true;
+    for c in comments.take_before(pos).to_vec() {
+        if comments.blank_before(c.lo) && !lines.is_empty() {
+            lines.push('\n');
+        }
         match parts.last_mut() {
-            Some(last) if c.trailing && lines.is_empty() && last.ends_with('\n') => {
+            Some(last) if c.trailing && line_free && lines.is_empty() && last.ends_with('\n') => {
+                line_free = false;
                 last.pop();
                 last.push(' ');
                 last.push_str(&c.text);
@@ -718,7 +853,8 @@ fn with_inner_comments(text: String, span: crate::Span, comments: &mut Comments)
     if span.is_dummy() {
         return text;
     }
-    let inner = comments.take_before(span.hi);
+    let inner = comments.take_before(span.hi).to_vec();
+    comments.blank_before(span.hi);
     if inner.is_empty() {
         return text;
     }
@@ -741,13 +877,12 @@ fn schedule_with_comments(d: &crate::ScheduleDecl, comments: &mut Comments) -> S
     pr.out = format!("schedule {} = {} {{\n", d.name, d.base);
     pr.indent = 1;
     for s in &d.steps {
-        if !s.span.is_dummy() {
-            pr.comments_before(s.span.lo);
-        }
+        pr.layout_before(s.span);
         pr.line(&format!("{s};"));
     }
     if !d.span.is_dummy() {
         pr.comments_before(d.span.hi);
+        pr.gap_before(d.span.hi, false);
     }
     pr.out.push_str("}\n");
     pr.out

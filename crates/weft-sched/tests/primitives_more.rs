@@ -274,8 +274,8 @@ fn bind_expr_binds_every_occurrence_and_rejects_an_absent_expression() {
     shows(
         &s,
         &[
-            "alloc e: f32 @ DRAM_STACK;",
-            "e = x[i] * 2.0;",
+            // An allocation and its assignment from one step print as a scalar `let`.
+            "let e: f32 @ DRAM_STACK = x[i] * 2.0;",
             "y[i] += e + e * x[i];",
         ],
     );
@@ -567,7 +567,7 @@ proc p(n: size, x: f32[n, 8] @ DRAM, y: f32[8, n] @ DRAM, z: f32[8] @ DRAM, u: f
         &[
             "if stride(y, 0) == 1 {",
             "y[k, i] += x[i, k] * 2.0;",
-            "z[1 + k_1] += x[i, 2 + k_1] * 2.0;",
+            "z[1 + k] += x[i, 2 + k] * 2.0;",
             "let v_1 = x[i, 2 + 1:2 + 6];",
             "let v = x[i, 1:8];",
         ],

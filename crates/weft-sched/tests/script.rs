@@ -222,7 +222,10 @@ schedule a = f {
         text.contains("if C.n == 2 and stride(x, 0) == 1 and min("),
         "{text}"
     );
-    assert!(text.contains("twice = x[4 * io + ii] * 2.0;"), "{text}");
+    assert!(
+        text.contains("let twice: f32 @ DRAM_STACK = x[4 * io + ii] * 2.0;"),
+        "{text}"
+    );
     assert!(text.contains("y[4 * io + ii] = twice + twice;"), "{text}");
     for n in [1, 3, 4, 9] {
         same(&base, &p, &[("n", n)]);

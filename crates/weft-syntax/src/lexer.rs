@@ -66,6 +66,27 @@ pub fn comments(text: &str) -> Vec<weft_ir::print::Comment> {
     out
 }
 
+/// The layout `weft fmt` keeps of a file: its comments and its blank lines.
+pub fn layout(text: &str) -> weft_ir::print::Comments {
+    let mut blanks = Vec::new();
+    let mut offset = 0u32;
+    for line in text.split_inclusive('\n') {
+        if line.trim().is_empty() {
+            blanks.push(offset);
+        }
+        offset = offset.saturating_add(line.len() as u32);
+    }
+    let mut layout = weft_ir::print::Comments::new(comments(text), blanks);
+    // `import` is a keyword that only starts an item.
+    layout.imports = lex(0, text)
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| t.tok == Tok::Ident("import".into()))
+        .map(|t| t.lo)
+        .collect();
+    layout
+}
+
 /// Lex, putting the comments into `comments` when given.
 fn lex_keeping(
     file: u32,

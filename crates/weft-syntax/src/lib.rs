@@ -30,7 +30,7 @@
 //! depth is safe whatever the caller's stack size and optimisation level.
 
 mod lexer;
-pub use lexer::comments;
+pub use lexer::{comments, layout};
 mod parser;
 
 use std::collections::{BTreeMap, HashMap};

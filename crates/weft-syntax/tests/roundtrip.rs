@@ -162,7 +162,7 @@ proptest! {
         let parsed = parse_or_render("c.weft", &text);
         prop_assert!(parsed.is_ok(), "{}", parsed.err().unwrap_or_default());
         let parsed = parsed.unwrap();
-        let mut cs = weft_ir::print::Comments::new(weft_syntax::comments(&text));
+        let mut cs = weft_syntax::layout(&text);
         let out = weft_ir::print::module_with_comments(&parsed, &mut cs);
         let got: Vec<String> = weft_syntax::comments(&out).into_iter().map(|c| c.text).collect();
         prop_assert_eq!(&got, &expected, "{}\n--- from ---\n{}", out, text);
@@ -171,7 +171,7 @@ proptest! {
         let again = again.unwrap();
         let why = module_mismatch(&parsed, &again);
         prop_assert!(why.is_none(), "{}\n--- text ---\n{out}", why.unwrap_or_default());
-        let mut cs = weft_ir::print::Comments::new(weft_syntax::comments(&out));
+        let mut cs = weft_syntax::layout(&out);
         prop_assert_eq!(weft_ir::print::module_with_comments(&again, &mut cs), out);
     }
 }

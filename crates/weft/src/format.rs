@@ -41,7 +41,7 @@ fn read(path: &Path) -> Result<String, Error> {
 fn formatted_beside(path: &Path) -> Result<(String, PathBuf), Error> {
     let program = parse(path)?;
     let text = read(path)?;
-    let mut comments = weft_ir::print::Comments::new(weft_syntax::comments(&text));
+    let mut comments = weft_syntax::layout(&text);
     let out = weft_ir::print::module_with_comments(&program.module, &mut comments);
     // Beside the original, so that its imports of other files resolve the same way.
     let name = path.file_name().map_or("x".into(), |n| n.to_string_lossy());

@@ -268,10 +268,9 @@ impl Walk<'_> {
             }
         }
         if !ok {
-            let ctrl: HashMap<u64, Term> =
-                env.ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+            let sub = call_subst(callee, &env.ctrl, buf_args.iter().chain(&mismatched));
             for (k, info) in buf_args.iter().chain(&mismatched) {
-                self.call_cells(callee, (*k, info), &args[*k], span, &ctrl);
+                self.call_cells(callee, (*k, info), &args[*k], span, &sub);
             }
             return;
         }
@@ -352,9 +351,28 @@ impl Walk<'_> {
                 self.require(disjoint, "alias", span, msg, &[]);
             }
         }
-        let ctrl: HashMap<u64, Term> = env.ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+        let sub = call_subst(callee, &env.ctrl, &buf_args);
         for (k, info) in &buf_args {
-            self.call_cells(callee, (*k, info), &args[*k], span, &ctrl);
+            self.call_cells(callee, (*k, info), &args[*k], span, &sub);
         }
     }
+}
+
+/// What a call puts for the callee's variables, by variable id: its control parameters are the
+/// control arguments (`ctrl`), the strides of its window parameters the buffer arguments'.
+fn call_subst<'a>(
+    callee: &Proc,
+    ctrl: &HashMap<Sym, Term>,
+    bufs: impl IntoIterator<Item = &'a (usize, Rc<BufInfo>)>,
+) -> HashMap<u64, Term> {
+    let mut sub: HashMap<u64, Term> = ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+    for (k, info) in bufs {
+        let param = &callee.args[*k];
+        if param.buf().is_some_and(|bt| bt.window) {
+            for (d, st) in info.strides.iter().enumerate() {
+                sub.insert(stride_var(&param.sym, d).id, st.clone());
+            }
+        }
+    }
+    sub
 }

@@ -522,6 +522,15 @@ impl TermEnv for CalleeEnv {
     }
 }
 
+/// The unknown stride `d` of the window parameter `sym` (numbered from 2^61 up: above every
+/// symbol, below the unknowns). A call replaces it by the argument's stride.
+fn stride_var(sym: &Sym, d: usize) -> Var {
+    Var {
+        id: sym.id() * 64 + d as u64 + (1 << 61),
+        name: format!("stride({sym}, {d})"),
+    }
+}
+
 fn dense_strides(shape: &[Option<Term>]) -> Vec<Term> {
     let mut strides = vec![Term::Int(1); shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -1078,10 +1087,7 @@ impl Walk<'_> {
                 let strides = if bt.window {
                     (0..shape.len())
                         .map(|d| {
-                            let v = Var {
-                                id: a.sym.id() * 64 + d as u64 + (1 << 61),
-                                name: format!("stride({}, {d})", a.sym),
-                            };
+                            let v = stride_var(&a.sym, d);
                             self.ranges.insert(v.id, Interval::ENTRY);
                             let t = Term::IntVar(v);
                             self.facts

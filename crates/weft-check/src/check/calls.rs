@@ -34,6 +34,7 @@ impl Walk<'_> {
         let mut strides = Vec::new();
         let mut src_to_new: Vec<Result<usize, Term>> = Vec::new();
         let mut offsets = Vec::new();
+        let mut last_interval = None;
         let mut ok = true;
         for (d, c) in coords.iter().enumerate() {
             let n = src.shape[d].clone();
@@ -84,6 +85,9 @@ impl Walk<'_> {
                             &[("low", &l), ("high", &h), ("extent", &n)],
                         );
                     }
+                    if d + 1 == coords.len() {
+                        last_interval = Some((l.clone(), h.clone()));
+                    }
                     src_to_new.push(Ok(shape.len()));
                     shape.push(Some(Term::sub(h, l.clone())));
                     shape_text.push(format!("{} - {}", expr_to_string(hi), expr_to_string(lo)));
@@ -95,6 +99,7 @@ impl Walk<'_> {
         if !ok {
             return None;
         }
+        self.check_window_last_dim(e, &src, last_interval);
         let root_map = src
             .root_map
             .iter()

@@ -152,22 +152,18 @@ fn windows_of_vector_memories_keep_the_innermost_dimension_whole() {
 /// boolean and integer fields) bound it in the frame's sum.
 #[test]
 fn config_fields_around_an_allocation_are_its_own() {
-    accepted(
-        "config C { on: bool, k: index }
-        proc f(y: f32[1]) {
-            if C.on and C.k >= 1 and C.k <= 8192 {
-                alloc a: f32[C.k] @ DRAM_STACK; a[0] = 1.0; y[0] = a[0];
-            }
-            alloc b: f32[8192] @ DRAM_STACK; b[0] = 1.0; y[0] = b[0];
-        }",
-    );
-    rejected(
-        "config C { on: bool, k: index }
-        proc f(y: f32[1]) {
-            if C.on and C.k >= 1 and C.k <= 8193 {
-                alloc a: f32[C.k] @ DRAM_STACK; a[0] = 1.0; y[0] = a[0];
-            }
-            alloc b: f32[8192] @ DRAM_STACK; b[0] = 1.0; y[0] = b[0];
-        }",
-    );
+    let sized_by_config = |bound: i64| {
+        format!(
+            "config C {{ on: bool, k: index }}
+            proc f(y: f32[1]) {{
+                if C.on and C.k >= 1 and C.k <= {bound} {{
+                    alloc a: f32[C.k] @ DRAM_STACK; a[0] = 1.0; y[0] = a[0];
+                }}
+                alloc b: f32[8192] @ DRAM_STACK; b[0] = 1.0; y[0] = b[0];
+            }}"
+        )
+    };
+    accepted(&sized_by_config(8192));
+    let d = rejected(&sized_by_config(8193));
+    assert!(note(&d).contains("C.k (a) = 8193"), "{d:?}");
 }

@@ -34,9 +34,8 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// Whether a variable that is not bound here has an id above `id` (unknowns are numbered
-    /// from 2^62 up, after every symbol).
-    pub fn mentions_unknowns_above(&self, id: u64) -> bool {
+    /// The variables the chunk mentions that are not bound in it.
+    fn free_vars(&self) -> Vec<Var> {
         let mut vars = Vec::new();
         for t in self.idx.iter().chain(&self.cond) {
             t.vars(&mut vars);
@@ -45,8 +44,19 @@ impl Chunk {
             lo.vars(&mut vars);
             hi.vars(&mut vars);
         }
-        vars.iter()
-            .any(|v| v.id > id && !self.bound.iter().any(|(b, _, _)| b.id == v.id))
+        vars.retain(|v| !self.bound.iter().any(|(b, _, _)| b.id == v.id));
+        vars
+    }
+
+    /// Whether a variable that is not bound here has an id above `id` (unknowns are numbered
+    /// from 2^62 up, after every symbol).
+    pub fn mentions_unknowns_above(&self, id: u64) -> bool {
+        self.free_vars().iter().any(|v| v.id > id)
+    }
+
+    /// Whether every variable not bound here satisfies `known`.
+    pub fn free_vars_all(&self, known: impl Fn(u64) -> bool) -> bool {
+        self.free_vars().iter().all(|v| known(v.id))
     }
 }
 

@@ -21,7 +21,9 @@
 //!   `init`), and nothing is used after its `free`, directly or through a window.
 //! - **Depth**: expressions and blocks stay within `weft_ir::limits` (rule `depth`).
 //! - **Hardware rules**: non-addressable memories are touched only by instructions, memories'
-//!   `last_dim` constraints hold, instruction templates name only their arguments.
+//!   `last_dim` constraints hold (for buffers, and every window keeps that dimension whole), a
+//!   memory's capacity (`max_bytes`) holds each allocation and all of a proc's allocations in it
+//!   together (one stack frame), instruction templates name only their arguments.
 //! - **Aliasing**: a call never passes overlapping regions of one buffer where the callee writes
 //!   one of them, so the C backend may mark buffer parameters `restrict`.
 

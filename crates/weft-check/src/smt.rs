@@ -127,6 +127,20 @@ impl Term {
         }
     }
 
+    /// Replace every variable whose id `by` maps, all at once (a replacement is not
+    /// substituted again, so maps that swap variables are right).
+    pub fn subst_all(&self, by: &std::collections::HashMap<u64, Term>) -> Term {
+        match self {
+            Term::IntVar(v) | Term::BoolVar(v) => by.get(&v.id).unwrap_or(self).clone(),
+            Term::Int(_) | Term::Bool(_) => self.clone(),
+            _ => {
+                let mut kids = Vec::new();
+                self.children(&mut kids);
+                self.with_children(kids.into_iter().map(|k| k.subst_all(by)).collect())
+            }
+        }
+    }
+
     /// How often variable `id` occurs in the term.
     pub fn occurrences(&self, id: u64) -> usize {
         match self {

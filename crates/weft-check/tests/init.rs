@@ -141,3 +141,38 @@ fn writes_that_depend_on_per_iteration_unknowns_cover_nothing_after_the_loop() {
     let d = check(text).expect_err("t[1] is never written");
     assert!(d.iter().all(|d| d.rule == "init"), "{d:?}");
 }
+
+/// A callee's window strides are the argument's at each call: `f` writes `x[0]` when its
+/// stride is 1, `x[1]` otherwise, so `f(t[0:2, 1])` (stride 2) writes `t[1, 1]` and
+/// `f(t[0, 0:2])` (stride 1) writes `t[0, 0]`; `t[0, 1]` is never written. The callee's stride
+/// was left free in its summary, the same unknown at both calls, so the two writes looked
+/// complementary.
+#[test]
+fn a_callees_writes_see_the_arguments_strides() {
+    let callee =
+        "proc f(x: [f32][2]) { if stride(x, 0) == 1 { x[0] = 1.0; } else { x[1] = 1.0; } }";
+    let d = check(&format!(
+        "{callee}
+         proc g(y: f32[1]) {{ alloc t: f32[2, 2]; f(t[0:2, 1]); f(t[0, 0:2]); y[0] = t[0, 1]; free t; }}"
+    ))
+    .expect_err("t[0, 1] is never written");
+    assert!(d.iter().all(|d| d.rule == "init"), "{d:?}");
+    // With the strides substituted the written cells are known exactly.
+    check(&format!(
+        "{callee}
+         proc g(y: f32[2]) {{ alloc t: f32[2, 2]; f(t[0:2, 1]); f(t[0, 0:2]); y[0] = t[0, 0]; y[1] = t[1, 1]; free t; }}"
+    ))
+    .unwrap_or_else(|d| panic!("{d:?}"));
+    // Through a proc in between: `m`'s summary has its own stride in place of `f`'s, which the
+    // call of `m` replaces in turn.
+    let two_levels = |read: &str| {
+        check(&format!(
+            "{callee}
+             proc m(w: [f32][2]) {{ f(w); }}
+             proc g(y: f32[1]) {{ alloc t: f32[2, 2]; m(t[0, 0:2]); y[0] = {read}; free t; }}"
+        ))
+    };
+    two_levels("t[0, 0]").unwrap_or_else(|d| panic!("{d:?}"));
+    let d = two_levels("t[0, 1]").expect_err("t[0, 1] is never written");
+    assert!(d.iter().all(|d| d.rule == "init"), "{d:?}");
+}

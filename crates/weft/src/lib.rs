@@ -256,5 +256,5 @@ pub fn apply_schedules(
         .iter()
         .filter_map(|d| Some((d.name.clone(), p.module.proc(&d.name)?.clone())))
         .collect();
-    link::link(&mut p.module.procs, &scheduled).map_err(|d| Error::new(&p.sources, vec![d]))
+    link::link(&mut p.module.procs, &scheduled).map_err(|d| Error::new(&p.sources, d))
 }

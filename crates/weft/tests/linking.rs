@@ -109,3 +109,35 @@ proc h(n: size, x: f32[n]) {
 ";
     rejected(src, "schedule", &["`g`", "not known to be equivalent"]);
 }
+
+/// `h` was checked against the stand-in (`f`'s body writes `x[0]` and reads nothing); the
+/// scheduled `g` stages all of `x`, so its copy-in reads `a[1..4]`, which `h` never wrote. The
+/// linked caller is checked again, and the failure names the call, the schedule and the rule.
+#[test]
+fn linked_callers_are_checked_again() {
+    let src = "proc f(x: f32[4]) {
+    x[0] = 1.0;
+}
+schedule g = f {
+    stage_mem(\"x =\", x[0:4], t, DRAM);
+}
+proc h(y: f32[1]) {
+    alloc a: f32[4];
+    g(a);
+    y[0] = a[0];
+    free a;
+}
+";
+    rejected(
+        src,
+        "init",
+        &["`h`", "schedule `g`", "`f`", "never written", "g(a)"],
+    );
+    // Written before the call, the staged copy-in reads defined cells: linked.
+    let ok = src.replace(
+        "alloc a: f32[4];",
+        "alloc a: f32[4];\n    for i in 0..4 { a[i] = 0.0; }",
+    );
+    let p = load(&ok).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.module.proc("h").unwrap().origin.is_some());
+}

@@ -34,6 +34,7 @@ impl Walk<'_> {
         let mut strides = Vec::new();
         let mut src_to_new: Vec<Result<usize, Term>> = Vec::new();
         let mut offsets = Vec::new();
+        let mut last_interval = None;
         let mut ok = true;
         for (d, c) in coords.iter().enumerate() {
             let n = src.shape[d].clone();
@@ -84,6 +85,9 @@ impl Walk<'_> {
                             &[("low", &l), ("high", &h), ("extent", &n)],
                         );
                     }
+                    if d + 1 == coords.len() {
+                        last_interval = Some((l.clone(), h.clone()));
+                    }
                     src_to_new.push(Ok(shape.len()));
                     shape.push(Some(Term::sub(h, l.clone())));
                     shape_text.push(format!("{} - {}", expr_to_string(hi), expr_to_string(lo)));
@@ -95,6 +99,7 @@ impl Walk<'_> {
         if !ok {
             return None;
         }
+        self.check_window_last_dim(e, &src, last_interval);
         let root_map = src
             .root_map
             .iter()
@@ -268,10 +273,9 @@ impl Walk<'_> {
             }
         }
         if !ok {
-            let ctrl: HashMap<u64, Term> =
-                env.ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+            let sub = call_subst(callee, &env.ctrl, buf_args.iter().chain(&mismatched));
             for (k, info) in buf_args.iter().chain(&mismatched) {
-                self.call_cells(callee, (*k, info), &args[*k], span, &ctrl);
+                self.call_cells(callee, (*k, info), &args[*k], span, &sub);
             }
             return;
         }
@@ -352,9 +356,28 @@ impl Walk<'_> {
                 self.require(disjoint, "alias", span, msg, &[]);
             }
         }
-        let ctrl: HashMap<u64, Term> = env.ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+        let sub = call_subst(callee, &env.ctrl, &buf_args);
         for (k, info) in &buf_args {
-            self.call_cells(callee, (*k, info), &args[*k], span, &ctrl);
+            self.call_cells(callee, (*k, info), &args[*k], span, &sub);
         }
     }
+}
+
+/// What a call puts for the callee's variables, by variable id: its control parameters are the
+/// control arguments (`ctrl`), the strides of its window parameters the buffer arguments'.
+fn call_subst<'a>(
+    callee: &Proc,
+    ctrl: &HashMap<Sym, Term>,
+    bufs: impl IntoIterator<Item = &'a (usize, Rc<BufInfo>)>,
+) -> HashMap<u64, Term> {
+    let mut sub: HashMap<u64, Term> = ctrl.iter().map(|(s, t)| (s.id(), t.clone())).collect();
+    for (k, info) in bufs {
+        let param = &callee.args[*k];
+        if param.buf().is_some_and(|bt| bt.window) {
+            for (d, st) in info.strides.iter().enumerate() {
+                sub.insert(stride_var(&param.sym, d).id, st.clone());
+            }
+        }
+    }
+    sub
 }

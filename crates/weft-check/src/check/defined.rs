@@ -171,7 +171,7 @@ impl Walk<'_> {
         (k, b): (usize, &BufInfo),
         arg: &Expr,
         span: Span,
-        ctrl: &HashMap<u64, Term>,
+        sub: &HashMap<u64, Term>,
     ) {
         let reads = self.ck.summary_of(callee).needs_input.contains(&k);
         if reads {
@@ -180,7 +180,7 @@ impl Walk<'_> {
                 let inside = self.defined.holds(&b.root, &root_cell);
                 let goal = Term::Or(vec![Term::not(Term::And(ranges)), inside]);
                 if !self.defined_needed(b, &goal) {
-                    return self.call_writes(callee, k, b, ctrl);
+                    return self.call_writes(callee, k, b, sub);
                 }
                 let msg = format!(
                     "`{}` may read cells of `{}` that were never written: every cell of the argument `{}` must be written before the call",
@@ -197,31 +197,33 @@ impl Walk<'_> {
                 self.require(goal, "init", span, msg, &show);
             }
         }
-        self.call_writes(callee, k, b, ctrl);
+        self.call_writes(callee, k, b, sub);
     }
 
     /// What `callee` writes for sure in its parameter `k` is written in the argument `b`: its
-    /// chunks, with the callee's control parameters replaced by the arguments (`ctrl`, by
-    /// symbol id) and its parameter's coordinates mapped to `b`'s root.
+    /// chunks, with the callee's variables replaced by what the call puts for them (`sub`, by
+    /// variable id: the control arguments and the arguments' strides) and its parameter's
+    /// coordinates mapped to `b`'s root.
     pub(super) fn call_writes(
         &mut self,
         callee: &Arc<Proc>,
         k: usize,
         b: &BufInfo,
-        ctrl: &HashMap<u64, Term>,
+        sub: &HashMap<u64, Term>,
     ) {
         let summary = self.ck.summary_of(callee);
         let Some(param) = summary.params.get(&k) else {
             return;
         };
-        let sub = |t: &Term| ctrl.iter().fold(t.clone(), |t, (id, by)| t.subst(*id, by));
-        // A callee's own unknowns (its config reads) may differ at each call: such chunks are
-        // left out.
+        // Any other free variable of a chunk is the callee's and may differ at each call (an
+        // unknown config read, say): the same variable at two calls would make their writes
+        // look related, so such chunks are left out.
         let chunks = summary
             .defined
             .chunks
             .iter()
-            .filter(|c| c.root == *param && !c.mentions_unknowns_above(1 << 62));
+            .filter(|c| c.root == *param && c.free_vars_all(|id| sub.contains_key(&id)));
+        let sub = |t: &Term| t.subst_all(sub);
         for c in chunks {
             let idx: Vec<Term> = c.idx.iter().map(sub).collect();
             let mut cond: Vec<Term> = c.cond.iter().map(sub).collect();

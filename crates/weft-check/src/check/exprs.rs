@@ -1,5 +1,5 @@
 //! Typing of expressions, translation of control expressions to solver terms (with the
-//! control-arithmetic rule), addressability, memory shapes and bounds of accesses.
+//! control-arithmetic rule) and bounds of accesses.
 
 use super::*;
 
@@ -335,68 +335,6 @@ impl Walk<'_> {
                 None
             }
         }
-    }
-
-    pub(super) fn check_addressable(&mut self, b: &BufInfo, span: Span) {
-        if !b.mem.addressable && !self.in_instr {
-            self.err(
-                "memory",
-                span,
-                format!(
-                    "`{}` lives in memory {}, which is not addressable: only instructions may access it",
-                    b.sym, b.mem.name
-                ),
-            );
-        }
-    }
-
-    pub(super) fn check_last_dim(&mut self, sym: &Sym, mem: &Memory, shape: &[Expr], span: Span) {
-        if let Some(want) = mem.last_dim {
-            let last = shape.last().and_then(|e| e.as_int_const());
-            if last != Some(want) {
-                self.err(
-                    "memory",
-                    span,
-                    format!(
-                        "memory {} requires the innermost dimension of `{sym}` to be the constant {want}",
-                        mem.name
-                    ),
-                );
-            }
-        }
-    }
-
-    /// A memory with a capacity (`max_bytes`, a stack frame or a scratchpad) holds only
-    /// allocations proved to fit, for every size the preconditions allow.
-    pub(super) fn check_max_bytes(
-        &mut self,
-        sym: &Sym,
-        ty: &weft_ir::BufType,
-        shape: &[Option<Term>],
-        span: Span,
-    ) {
-        let Some(max) = ty.mem.max_bytes else {
-            return;
-        };
-        let mut bytes = Term::Int(ty.elem.bytes() as i64);
-        for t in shape {
-            let Some(t) = t else {
-                return; // reported as a size that is not a control expression
-            };
-            bytes = Term::mul(bytes, t.clone());
-        }
-        let msg = format!(
-            "`{sym}` may not fit memory {}, which holds at most {max} bytes per buffer (use a \
-             memory without a limit, such as DRAM, or bound the sizes with a precondition)",
-            ty.mem.name
-        );
-        self.require(
-            Term::le(bytes.clone(), Term::Int(max)),
-            "memory",
-            span,
-            msg,
-            &[("bytes", &bytes)],
-        );
     }
 
     pub(super) fn bounds(

@@ -6,11 +6,13 @@
 mod calls;
 mod defined;
 mod exprs;
+mod memory;
 
 use crate::init::{self, Chunk, Defined};
 use crate::intervals::{self, Interval, VarRanges};
 use crate::smt::{CachingSolver, Solver, Term, Validity, Var, Z3Solver};
 use crate::terms::{self, sym_var, to_term, TermEnv, TermError};
+use memory::FrameSlot;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -148,6 +150,8 @@ impl Checker {
             path: Vec::new(),
             needs_input: HashSet::new(),
             freed: HashMap::new(),
+            body: BodyStart::default(),
+            frame: Vec::new(),
             depth: 0,
             in_instr: p.is_instr(),
         };
@@ -372,6 +376,18 @@ struct Obligation {
     group: usize,
 }
 
+/// Marks of what the proc's signature and preconditions put in a walk: what the body adds after
+/// them is local to a place of the body.
+#[derive(Default)]
+struct BodyStart {
+    /// Facts before the body's.
+    facts: usize,
+    /// Symbols bound before the body's.
+    bound: usize,
+    /// Unknowns made in the body have ids from here on.
+    unknowns: u64,
+}
+
 /// The rules [`Checker::check_control`] proves.
 const CONTROL_RULES: [&str; 3] = ["overflow", "range", "extent"];
 
@@ -409,6 +425,10 @@ struct Walk<'c> {
     config_known: HashMap<(String, usize), Term>,
     /// Freed allocations, with the place of their `free`.
     freed: HashMap<Sym, Span>,
+    /// Where the proc's body begins (what is known before it, of the proc itself).
+    body: BodyStart,
+    /// Allocations in memories with a capacity, for the frame rule.
+    frame: Vec<FrameSlot>,
     depth: usize,
     in_instr: bool,
 }
@@ -519,6 +539,15 @@ impl TermEnv for CalleeEnv {
                 .push(intervals::in_interval(&t, &Interval::ENTRY));
         }
         t
+    }
+}
+
+/// The unknown stride `d` of the window parameter `sym` (numbered from 2^61 up: above every
+/// symbol, below the unknowns). A call replaces it by the argument's stride.
+fn stride_var(sym: &Sym, d: usize) -> Var {
+    Var {
+        id: sym.id() * 64 + d as u64 + (1 << 61),
+        name: format!("stride({sym}, {d})"),
     }
 }
 
@@ -1078,10 +1107,7 @@ impl Walk<'_> {
                 let strides = if bt.window {
                     (0..shape.len())
                         .map(|d| {
-                            let v = Var {
-                                id: a.sym.id() * 64 + d as u64 + (1 << 61),
-                                name: format!("stride({}, {d})", a.sym),
-                            };
+                            let v = stride_var(&a.sym, d);
                             self.ranges.insert(v.id, Interval::ENTRY);
                             let t = Term::IntVar(v);
                             self.facts
@@ -1140,7 +1166,14 @@ impl Walk<'_> {
         if let Some(instr) = &p.instr {
             self.template(p, &instr.template);
         }
+        self.body = BodyStart {
+            facts: self.facts.len(),
+            bound: self.bound.len(),
+            unknowns: self.ck.next_unknown,
+        };
         self.block(&p.body);
+        self.forget_to(self.body.facts);
+        self.check_frames();
     }
 
     /// Instruction templates may name only their own arguments.

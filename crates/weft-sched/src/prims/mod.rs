@@ -222,7 +222,8 @@ pub(crate) fn require_unwritten_by_body(
 }
 
 /// Prove, in `scope`, that a buffer of type `ty` fits its memory's capacity (`max_bytes`, a stack
-/// frame or a scratchpad), as the checker requires of every allocation.
+/// frame or a scratchpad), as the checker requires of every allocation. (That all of a proc's
+/// allocations fit together is a memory rule, proved when the scheduled proc is checked.)
 pub(crate) fn require_fits(
     a: &mut Analysis,
     prim: &'static str,

@@ -429,6 +429,10 @@ fn random_link_module(rng: &mut StdRng) -> String {
         "    x[1] = x[0] * 2.0;\n",
         "    for i in 0..2 { x[i] += 1.0; }\n",
         "    x[0] += 1.0;\n    C.k = 3;\n",
+        // Writes part of its argument: a schedule that stages the whole may read the rest
+        // (twice as likely, so the default run meets it with the local buffer below).
+        "    x[0] = 1.0;\n",
+        "    x[0] = 1.0;\n",
     ]
     .choose(rng)
     .unwrap();
@@ -453,6 +457,9 @@ fn random_link_module(rng: &mut StdRng) -> String {
         "    for i in par(0..n) { g(y[2 * i:2 * i + 2]); }\n",
         "    for i in 0..n { g(y[i:i + 2]); }\n",
         "    g(y[0:2]);\n",
+        // A local buffer the callee may read before anything wrote it (twice as likely).
+        "    alloc a: f32[2];\n    a[0] = 0.0;\n    g(a);\n    z[0] = a[0];\n",
+        "    alloc a: f32[2];\n    a[0] = 0.0;\n    g(a);\n    z[0] = a[0];\n",
     ]
     .choose(rng)
     .unwrap();
@@ -493,6 +500,14 @@ fn linked_schedules_preserve_their_callers_results() {
             continue; // the schedule failed or nothing changed
         };
         linked += 1;
+        // What linking produced must satisfy every rule a checked program does (definedness of
+        // reads included, which the interpreter cannot see once error values are copied back).
+        if let Err(d) = weft_check::check_procs(&p.module.procs) {
+            failures.push(format!(
+                "link case {case}: the linked program does not check: {d:?}\n{src}"
+            ));
+            continue;
+        }
         let polluted: Vec<(String, usize)> = origin
             .polluted
             .iter()

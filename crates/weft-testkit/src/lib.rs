@@ -60,7 +60,8 @@ pub struct Hazards {
     pub extreme_constants: bool,
     /// Loops whose lower bound may exceed their upper bound.
     pub negative_extents: bool,
-    /// Temporaries written only in part before they are read.
+    /// Temporaries written only in part before they are read, or only through calls of helpers
+    /// whose writes depend on the strides of their window arguments.
     pub uninit_reads: bool,
 }
 
@@ -369,6 +370,9 @@ impl<R: Rng> Gen<'_, R> {
                 }
                 12 => self.gen_window(b),
                 13 | 14 if self.call_levels > 0 && self.callable.len() < 3 => self.gen_call(b),
+                15 if self.hazards.uninit_reads && self.allocs < 3 && self.rng.gen_bool(0.5) => {
+                    allocated.push(self.gen_written_by_stride(b));
+                }
                 _ => self.gen_write(b),
             }
         }
@@ -533,6 +537,79 @@ impl<R: Rng> Gen<'_, R> {
         }
         self.add_buf(t.clone(), dims, !on_stack, true);
         Some(t)
+    }
+
+    /// A hazard: a 2×2 temporary written only through calls of a helper whose writes depend on
+    /// the stride of its window argument (a row of the temporary has stride 1, a column 2), so
+    /// which cells end up written depends on each call's orientation. Afterwards the temporary is
+    /// read like any other: the checker must follow the strides into the helper.
+    fn gen_written_by_stride(&mut self, b: &mut BlockBuilder) -> Buf {
+        self.allocs += 1;
+        let elem = DType::F32;
+        let name = self.fresh("s");
+        let two = || Expr::int(2);
+        let t = b.alloc(&name, elem, vec![two(), two()], &self.dram);
+        let helper = self.gen_stride_helper(elem);
+        for _ in 0..self.rng.gen_range(2..=3) {
+            let k = Expr::int(self.rng.gen_range(0..2));
+            let coords = if self.rng.gen_bool(0.5) {
+                vec![WinCoord::Point(k), WinCoord::Interval(Expr::int(0), two())]
+            } else {
+                vec![WinCoord::Interval(Expr::int(0), two()), WinCoord::Point(k)]
+            };
+            b.call(&helper, vec![t.win(coords)]);
+        }
+        // Read a cell at once into a buffer the caller sees (the first writable buffer is an
+        // argument), so a cell the calls did not write shows as an error value in the output.
+        let out = self
+            .bufs
+            .iter()
+            .find(|x| x.writable && x.buf.elem != DType::Bool)
+            .map(|x| (x.buf.clone(), x.dims.clone()));
+        if let Some((out, dims)) = out {
+            let idx = self.indices_for(&dims);
+            let cell = vec![
+                Expr::int(self.rng.gen_range(0..2)),
+                Expr::int(self.rng.gen_range(0..2)),
+            ];
+            b.assign(
+                &out,
+                idx,
+                Expr::cast(out.elem, Expr::read(&t.sym, elem, cell)),
+            );
+        }
+        self.add_buf(t.clone(), vec![Ext::Const(2), Ext::Const(2)], true, true);
+        t
+    }
+
+    /// `h(x: [elem][2])` writing `x[0]` or `x[1]` under conditions on `stride(x, 0)`.
+    fn gen_stride_helper(&mut self, elem: DType) -> Arc<Proc> {
+        let name = self.fresh(&format!("{}_s", self.proc_name));
+        let mut p = ProcBuilder::new(&name, &self.dram);
+        let x = p.window("x", elem, vec![Expr::int(2)]);
+        for _ in 0..self.rng.gen_range(1..=2) {
+            let cell = self.rng.gen_range(0..2);
+            let mut cond = x.stride(0).eq_(Expr::int(1));
+            if self.rng.gen_bool(0.5) {
+                cond = cond.not();
+            }
+            let (v, w) = (self.literal(elem), self.literal(elem));
+            let other = self.rng.gen_bool(0.8);
+            p.body().if_else(
+                cond,
+                |t| {
+                    t.assign(&x, vec![Expr::int(cell)], v);
+                },
+                |e| {
+                    if other {
+                        e.assign(&x, vec![Expr::int(1 - cell)], w);
+                    }
+                },
+            );
+        }
+        let h = p.finish();
+        self.helpers.push(h.clone());
+        h
     }
 
     /// Loops over every dimension from `d` on, writing `t[idx...]` in the innermost one; the

@@ -1,6 +1,7 @@
 //! Random procs with hazards (uses after `free` through windows, constants near the 64-bit and
 //! 2^31 bounds in control expressions, loops that may have negative extents, temporaries read
-//! before they are fully written). The checker must never panic, must reject each kind of
+//! before they are fully written, directly or through helpers whose writes depend on the strides
+//! of their window arguments). The checker must never panic, must reject each kind of
 //! hazard somewhere (rules `use-after-free`, `overflow`, `extent`, `init`), and whatever it
 //! accepts must run in the interpreter without an error (no overflow, no negative extent, no
 //! use after free) and leave no error value (no uninitialised read observed) in any output.

@@ -21,6 +21,7 @@ fn avx512() -> Arc<Memory> {
         last_dim: Some(16),
         max_bytes: None,
         isa: vec!["avx512f".into()],
+        dtypes: vec![DType::F32],
         span: Span::DUMMY,
     })
 }

@@ -17,6 +17,7 @@ fn mem(name: &str, addressable: bool, last_dim: Option<i64>) -> Arc<Memory> {
         last_dim,
         max_bytes: None,
         isa: Vec::new(),
+        dtypes: Vec::new(),
         span: Span::DUMMY,
     })
 }

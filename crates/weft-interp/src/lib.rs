@@ -20,6 +20,7 @@
 //!     last_dim: None,
 //!     max_bytes: None,
 //!     isa: Vec::new(),
+//!     dtypes: Vec::new(),
 //!     span: Span::DUMMY,
 //! });
 //! let mut p = ProcBuilder::new("axpy", &dram);

@@ -281,7 +281,7 @@ pub const PRIMITIVES: &[Primitive] = &[
             req("hi", ParamKind::IntExpr, "its upper bound"),
         ],
         "Wraps the statement in `for name in 0..hi`.",
-        "`hi >= 1`, and running the statement twice is the same as once (no reductions; no write overlaps a read).",
+        "`1 <= hi <= 2^31 - 1`, and running the statement twice is the same as once (no reductions; no write overlaps a read).",
     ),
     prim(
         "cut",
@@ -404,7 +404,7 @@ pub const PRIMITIVES: &[Primitive] = &[
             req("index", ParamKind::IntExpr, "the index every access uses"),
         ],
         "Adds a leading dimension to the buffer, indexed by `index` in every access.",
-        "`0 <= index < extent` wherever the buffer is used.",
+        "`0 < extent <= 2^31 - 1`, `0 <= index < extent` wherever the buffer is used, and the buffer still fits its memory.",
     ),
     prim(
         "divide_dim",
@@ -475,7 +475,7 @@ pub const PRIMITIVES: &[Primitive] = &[
         )],
         repeated: true,
         effect: "Fixes control arguments to constants and removes them from the signature.",
-        condition: "the values satisfy the proc's assertions and ranges.",
+        condition: "each value is in the range of its argument (sizes in [1, 2^31 - 1], others within ±(2^31 - 1)) and the values are consistent with the preconditions.",
     },
     // ----- configs -----
     prim(

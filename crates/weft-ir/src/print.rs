@@ -228,6 +228,8 @@ pub struct Comments {
     last: u32,
     /// Where each `import` of the file starts, in order.
     pub imports: Vec<u32>,
+    /// Where each `else` of the file is, in order.
+    pub elses: Vec<u32>,
 }
 
 impl Comments {
@@ -238,6 +240,7 @@ impl Comments {
             blanks,
             last: 0,
             imports: Vec::new(),
+            elses: Vec::new(),
         }
     }
 
@@ -268,6 +271,23 @@ impl<'n> Printer<'n> {
             comments: None,
             trailing_at: None,
         }
+    }
+
+    /// The source position of the `else` between an `if`'s branches, when the layout knows it.
+    fn else_keyword(&self, cond: &Expr, then_body: &Block, else_body: &Block) -> Option<u32> {
+        let cs = self.comments.as_deref()?;
+        let first = else_body.first().filter(|e| !e.span.is_dummy())?;
+        let after = match then_body.last() {
+            Some(t) if !t.span.is_dummy() => t.span.hi,
+            Some(_) => return None,
+            None if !cond.span.is_dummy() => cond.span.hi,
+            None => return None,
+        };
+        cs.elses
+            .iter()
+            .rev()
+            .find(|&&e| e > after && e < first.span.lo)
+            .copied()
     }
 
     /// [`Printer::comments_ending_line_of`] the end of `e`, the last thing on a header line.
@@ -493,10 +513,12 @@ impl<'n> Printer<'n> {
                 let l = format!("if {} {{", self.expr(cond));
                 self.line(&l);
                 self.comments_ending_line_of_expr(cond);
-                // Where `else` is is not recorded: a comment between the branches goes to the
-                // top of the `else` block, unless it ends the last line of the `then` block.
+                // The `then` block ends at the `else` keyword; without its position (a rewrite's
+                // statement), a comment between the branches goes to the top of the `else` block
+                // unless it ends the last line of the `then` block.
+                let else_kw = self.else_keyword(cond, then_body, else_body);
                 let then_end = match else_body.first() {
-                    Some(_) => None,
+                    Some(_) => else_kw,
                     None => source_pos(s.span, s.span.hi),
                 };
                 self.block_until(then_body, then_end);
@@ -687,9 +709,20 @@ pub fn proc_to_string(p: &Proc) -> String {
 
 /// A proc, with the source comments inside it (`weft fmt`).
 fn print_proc(p: &Proc, comments: Option<&mut Comments>) -> String {
+    print_proc_naming(p, comments, &mut Namer::default())
+}
+
+/// The name the printer gives each symbol of `p` (what `weft sched` shows; names of symbols in
+/// sibling scopes may repeat, names of symbols in scope together never do).
+pub fn printed_names(p: &Proc) -> HashMap<Sym, String> {
     let mut namer = Namer::default();
+    print_proc_naming(p, None, &mut namer);
+    namer.names
+}
+
+fn print_proc_naming(p: &Proc, comments: Option<&mut Comments>, namer: &mut Namer) -> String {
     namer.reserve_all(p);
-    let mut pr = Printer::new(&mut namer);
+    let mut pr = Printer::new(namer);
     pr.comments = comments;
     let mut args = Vec::new();
     for a in &p.args {
@@ -737,6 +770,10 @@ pub fn memory_to_string(m: &Memory) -> String {
     }
     if !m.isa.is_empty() {
         let _ = writeln!(s, "    isa {}", escape_string(&m.isa.join(", ")));
+    }
+    if !m.dtypes.is_empty() {
+        let names: Vec<&str> = m.dtypes.iter().map(|t| t.name()).collect();
+        let _ = writeln!(s, "    dtypes {}", escape_string(&names.join(", ")));
     }
     s.push_str("}\n");
     s

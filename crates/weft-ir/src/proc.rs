@@ -35,6 +35,10 @@ pub struct Memory {
     /// compiled for them, and runs only on a CPU that has them. An instruction that needs an
     /// extension takes a buffer of such a memory.
     pub isa: Vec<String>,
+    /// The element types its buffers may have (empty: any). A memory whose template lays out
+    /// vectors of one type (`__m512` holds f32) names it, so the checker counts its bytes right
+    /// and refuses buffers of other types.
+    pub dtypes: Vec<DType>,
     pub span: Span,
 }
 
@@ -299,10 +303,39 @@ pub enum SchedValue {
     },
 }
 
+/// A step in canonical form: each argument printed from its parsed value (so a comment or a line
+/// break inside an argument is not part of it).
 impl std::fmt::Display for SchedStep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let args: Vec<&str> = self.args.iter().map(|a| a.text.as_str()).collect();
+        let args: Vec<String> = self.args.iter().map(|a| a.value.to_string()).collect();
         write!(f, "{}({})", self.primitive, args.join(", "))
+    }
+}
+
+impl std::fmt::Display for SchedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::print::{escape_string, expr_to_string};
+        match self {
+            SchedValue::Stmt(p) => match p.strip_prefix("for ") {
+                Some(v) if crate::print::usable_name(v) => f.write_str(v),
+                _ => f.write_str(&escape_string(p)),
+            },
+            SchedValue::Int(v) => write!(f, "{v}"),
+            SchedValue::Name(n) => f.write_str(n),
+            SchedValue::Expr(e) => f.write_str(&expr_to_string(e)),
+            SchedValue::Region { buf, dims } => {
+                let dims: Vec<String> = dims
+                    .iter()
+                    .map(|(lo, hi)| format!("{}:{}", expr_to_string(lo), expr_to_string(hi)))
+                    .collect();
+                write!(f, "{buf}[{}]", dims.join(", "))
+            }
+            SchedValue::ConfigField { config, field } => {
+                let name = config.fields.get(*field).map_or("?", |x| x.name.as_str());
+                write!(f, "{}.{name}", config.name)
+            }
+            SchedValue::Binding { name, value } => write!(f, "{name} = {value}"),
+        }
     }
 }
 

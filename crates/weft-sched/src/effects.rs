@@ -423,8 +423,18 @@ impl Analysis {
                     } else {
                         Term::IntVar(v)
                     };
-                    if *c == CtrlType::Size {
-                        scope.facts.push(Term::lt(Term::Int(0), t.clone()));
+                    // The entry range every entry point checks (the control-arithmetic rule).
+                    let max = weft_ir::types::ENTRY_MAX;
+                    match c {
+                        CtrlType::Size => {
+                            scope.facts.push(Term::lt(Term::Int(0), t.clone()));
+                            scope.facts.push(Term::le(t.clone(), Term::Int(max)));
+                        }
+                        CtrlType::Index | CtrlType::Stride => {
+                            scope.facts.push(Term::le(Term::Int(-max), t.clone()));
+                            scope.facts.push(Term::le(t.clone(), Term::Int(max)));
+                        }
+                        CtrlType::Bool => {}
                     }
                     scope.ctrl.insert(a.sym.id(), t);
                 }

@@ -5,7 +5,7 @@
 //!
 //! | pattern | matches |
 //! |---|---|
-//! | `for i`, or just `i` | a loop whose variable is named `i` |
+//! | `for i`, or just `i` | a loop whose variable is named `i` (as written, or as printed: `i_1`) |
 //! | `C =` | an assignment to buffer `C` |
 //! | `C +=` | a reduction into `C` |
 //! | `alloc t` | the allocation of `t` |
@@ -19,7 +19,8 @@
 //! For example `for i #1` is the second loop over `i`.
 
 use crate::path::Path;
-use weft_ir::{Proc, Stmt, StmtKind};
+use std::collections::HashMap;
+use weft_ir::{Proc, Stmt, StmtKind, Sym};
 
 /// Every statement of a proc with its path, parents before children, in program order.
 pub fn all_stmts(p: &Proc) -> Vec<(Path, &Stmt)> {
@@ -47,18 +48,19 @@ pub fn all_stmts(p: &Proc) -> Vec<(Path, &Stmt)> {
     out
 }
 
-/// Whether a statement matches a pattern (without the `#k` part).
-pub fn matches(s: &Stmt, pattern: &str) -> bool {
+/// Whether a statement matches a pattern (without the `#k` part). A name matches a symbol's own
+/// name, or the name the printer gives it (`printed`; after a rewrite put a loop over `i` inside
+/// another, `weft sched` shows the inner one as `i_1`).
+pub fn matches(s: &Stmt, pattern: &str, printed: &HashMap<Sym, String>) -> bool {
     let words: Vec<&str> = pattern.split_whitespace().collect();
+    let is = |x: &Sym, name: &str| x.name() == name || printed.get(x).is_some_and(|p| p == name);
     match (&s.kind, words.as_slice()) {
-        (StmtKind::For { var, .. }, ["for", v]) | (StmtKind::For { var, .. }, [v]) => {
-            var.name() == *v
-        }
-        (StmtKind::Assign { buf, .. }, [b, "="]) => buf.name() == *b,
-        (StmtKind::Reduce { buf, .. }, [b, "+="]) => buf.name() == *b,
-        (StmtKind::Alloc { buf, .. }, ["alloc", b]) => buf.name() == *b,
-        (StmtKind::Free { buf }, ["free", b]) => buf.name() == *b,
-        (StmtKind::Window { name, .. }, ["window", b]) => name.name() == *b,
+        (StmtKind::For { var, .. }, ["for", v]) | (StmtKind::For { var, .. }, [v]) => is(var, v),
+        (StmtKind::Assign { buf, .. }, [b, "="]) => is(buf, b),
+        (StmtKind::Reduce { buf, .. }, [b, "+="]) => is(buf, b),
+        (StmtKind::Alloc { buf, .. }, ["alloc", b]) => is(buf, b),
+        (StmtKind::Free { buf }, ["free", b]) => is(buf, b),
+        (StmtKind::Window { name, .. }, ["window", b]) => is(name, b),
         (StmtKind::Call { proc, .. }, ["call", f]) => proc.name == *f,
         (StmtKind::WriteConfig { config, field, .. }, [cf, "="]) => config
             .fields
@@ -86,9 +88,10 @@ pub fn parse_occurrence(pattern: &str) -> Result<(&str, usize), String> {
 pub fn find(p: &Proc, pattern: &str) -> Result<Path, String> {
     let (pat, k) = parse_occurrence(pattern)?;
     let stmts = all_stmts(p);
+    let printed = weft_ir::print::printed_names(p);
     let hits: Vec<Path> = stmts
         .iter()
-        .filter(|(_, s)| matches(s, pat))
+        .filter(|(_, s)| matches(s, pat, &printed))
         .map(|(path, _)| path.clone())
         .collect();
     if let Some(hit) = hits.get(k) {

@@ -253,14 +253,14 @@ pub fn apply_step_in(
         "partial_eval" => s.partial_eval(&a.bindings()?)?,
         "bind_config" => {
             let c = a.stmt(s, 0)?;
-            let (cfg, field) = a.config_field(2)?;
-            let e = a.expr(s, &c, 1, Some(cfg.fields[field].ty.ty()))?;
+            let (cfg, field, ty) = a.config_field(2)?;
+            let e = a.expr(s, &c, 1, Some(ty))?;
             s.bind_config(&c, &e, &cfg, field)?;
         }
         "write_config" => {
             let c = a.stmt(s, 0)?;
-            let (cfg, field) = a.config_field(1)?;
-            let e = a.expr(s, &c, 2, Some(cfg.fields[field].ty.ty()))?;
+            let (cfg, field, ty) = a.config_field(1)?;
+            let e = a.expr(s, &c, 2, Some(ty))?;
             s.write_config(&c, &cfg, field, &e)?;
         }
         other => {

@@ -364,3 +364,45 @@ schedule g = f { split(a, 3, o, t, cut_and_guard); }
     );
     assert_eq!(s.steps().len(), 1, "the split must be accepted");
 }
+
+/// Review: steps that make a proc do what no call of the original could: an `expand_dim` extent
+/// of 2^62 (every call then fails to allocate), an `add_loop` of 2^63 - 1 iterations, a
+/// `partial_eval` value outside the entry range. Each is refused with the bound it breaks.
+#[test]
+fn steps_keep_sizes_counts_and_fixed_values_in_the_entry_range() {
+    let src = "proc f(n: size, m: index, x: f32[n], y: f32[1]) {
+    alloc t: f32[n] @ DRAM;
+    for i in 0..n {
+        t[i] = x[i];
+    }
+    y[0] = t[0];
+}
+";
+    for (step, message) in [
+        (
+            "expand_dim(\"alloc t\", 4611686018427387904, 0);",
+            "may exceed 2147483647, the largest size",
+        ),
+        (
+            "add_loop(\"y =\", j, 9223372036854775807);",
+            "the loop may run more than 2147483647 times",
+        ),
+        (
+            "partial_eval(m = 4611686018427387904);",
+            "outside the range of a control argument",
+        ),
+        (
+            "partial_eval(n = 2147483648);",
+            "outside the range of a control argument",
+        ),
+    ] {
+        let (s, r) = scheduled(&format!("{src}schedule g = f {{ {step} }}\n"));
+        let e = must_reject(r, &s);
+        assert!(e.message.contains(message), "{step}: {e}");
+    }
+    // At the bound itself, accepted.
+    let (_, r) = scheduled(&format!(
+        "{src}schedule g = f {{ expand_dim(\"alloc t\", 2, 1); add_loop(\"y =\", j, 3); partial_eval(m = 2147483647); }}\n"
+    ));
+    r.unwrap();
+}

@@ -113,7 +113,9 @@ fn argument_errors_name_the_argument() {
     assert!(
         bad("split(i, 4, io, ii, sideways);").contains("`sideways` is not one of `guard`, `cut`")
     );
-    assert!(bad("cut(i, q + 1);").contains("`q` is not a control argument, loop variable or buffer in scope here (in scope: n, i, x, y)"));
+    assert!(bad("cut(i, q + 1);").contains(
+        "`q` is not a control argument, loop variable or buffer in scope here (in scope: n, x, y)"
+    ));
     assert!(bad("set_precision(\"alloc t\", f128);").contains("unknown data type `f128`"));
     assert!(bad("set_memory(\"alloc t\", SRAM);").contains("unknown memory `SRAM`"));
     let e = bad("unroll(z);");
@@ -230,4 +232,42 @@ schedule a = f {
     for n in [1, 3, 4, 9] {
         same(&base, &p, &[("n", n)]);
     }
+}
+
+/// Names in step arguments are the names `weft sched` prints: after `inline_call` puts the
+/// callee's loop `i` inside the caller's loop `i`, the inner one is `i_1` (in expressions and
+/// patterns), `i` is the outer one, and a statement's own loop variable is not in scope at it.
+#[test]
+fn step_arguments_use_the_printed_names() {
+    let base = "proc h(n: size, y: f32[n, n], r: index) {
+    assert r >= 0 and r < n;
+    for i in 0..n {
+        y[r, i] = 1.0;
+    }
+}
+proc f(n: size, y: f32[n, n]) {
+    for i in 0..n {
+        h(n, y, i);
+    }
+}
+";
+    let run = |steps: &str| {
+        let src = format!("{base}schedule a = f {{ inline_call(\"call h\"); {steps} }}\n");
+        apply(&src, "a").map(|(b, p)| (b, weft_ir::print::proc_to_string(&p)))
+    };
+    let (_, t) = run("specialize(\"y =\", i_1 < 2);").unwrap();
+    assert!(t.contains("if i_1 < 2 {"), "{t}");
+    let (_, t) = run("specialize(\"y =\", i < 2);").unwrap();
+    assert!(t.contains("if i < 2 {") && !t.contains("if i_1"), "{t}");
+    let (_, t) = run("specialize(i_1, i < 2);").unwrap();
+    assert!(
+        t.contains("if i < 2 {\n            for i_1 in 0..n {"),
+        "{t}"
+    );
+    let e = run("cut(i_1, i_1);").unwrap_err();
+    assert!(
+        e.message.contains("`i_1` is not a control argument, loop variable or buffer in scope here (in scope: n, i, y)"),
+        "{}",
+        e.message
+    );
 }

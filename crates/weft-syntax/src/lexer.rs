@@ -77,13 +77,16 @@ pub fn layout(text: &str) -> weft_ir::print::Comments {
         offset = offset.saturating_add(line.len() as u32);
     }
     let mut layout = weft_ir::print::Comments::new(comments(text), blanks);
-    // `import` is a keyword that only starts an item.
-    layout.imports = lex(0, text)
-        .unwrap_or_default()
-        .iter()
-        .filter(|t| t.tok == Tok::Ident("import".into()))
-        .map(|t| t.lo)
-        .collect();
+    // `import` is a keyword that only starts an item; `else` only separates branches.
+    let toks = lex(0, text).unwrap_or_default();
+    let at = |kw: &str| -> Vec<u32> {
+        toks.iter()
+            .filter(|t| matches!(&t.tok, Tok::Ident(s) if s == kw))
+            .map(|t| t.lo)
+            .collect()
+    };
+    layout.imports = at("import");
+    layout.elses = at("else");
     layout
 }
 

@@ -19,7 +19,7 @@ use weft_ir::{
 
 /// What a memory declaration may contain, for the message when it contains something else.
 const MEMORY_FIELDS: &str =
-    "a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `max_bytes`, `isa`) or `}`";
+    "a memory field (`header`, `alloc`, `free`, `access`, `addressable`, `last_dim`, `max_bytes`, `isa`, `dtypes`) or `}`";
 
 /// Nesting limit for expressions and blocks, so that deeply nested input is an error instead of
 /// a stack overflow. Long flat operator chains, which the parser builds without recursion, are
@@ -74,6 +74,8 @@ struct Parser<'a, 'r> {
     /// Unknown names become placeholders (in schedule step arguments, whose names `weft-sched`
     /// resolves where the step applies).
     placeholders: bool,
+    /// The placeholder symbols of the argument being read, by name.
+    placeholder_syms: std::cell::RefCell<HashMap<String, Sym>>,
 }
 
 /// Parse the items of one file whose tokens carry file id `file`. `scope` holds the items visible
@@ -167,6 +169,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             module: Module::default(),
             text: text.to_string(),
             placeholders: false,
+            placeholder_syms: Default::default(),
         }
     }
 
@@ -400,6 +403,7 @@ impl<'a, 'r> Parser<'a, 'r> {
         let mut last_dim = None;
         let mut max_bytes = None;
         let mut isa = Vec::new();
+        let mut dtypes = Vec::new();
         while !self.is_punct("}") {
             let key: &'static str = match self.tok() {
                 Tok::Ident(s) => match s.as_str() {
@@ -411,6 +415,7 @@ impl<'a, 'r> Parser<'a, 'r> {
                     "last_dim" => "last_dim",
                     "max_bytes" => "max_bytes",
                     "isa" => "isa",
+                    "dtypes" => "dtypes",
                     _ => return Err(self.expected(MEMORY_FIELDS)),
                 },
                 _ => return Err(self.expected(MEMORY_FIELDS)),
@@ -460,6 +465,19 @@ impl<'a, 'r> Parser<'a, 'r> {
                         ));
                     }
                 }
+                "dtypes" => {
+                    let at = self.cur_span();
+                    let text = self.string()?;
+                    for name in text
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|x| !x.is_empty())
+                    {
+                        let t = DType::from_name(name).ok_or_else(|| {
+                            Diagnostic::new("syntax", at, format!("`{name}` is not a data type"))
+                        })?;
+                        dtypes.push(t);
+                    }
+                }
                 "last_dim" => last_dim = Some(self.int_literal()?),
                 _ => {
                     let at = self.cur_span();
@@ -494,6 +512,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             last_dim,
             max_bytes,
             isa,
+            dtypes,
             span,
         };
         let mem = Arc::new(mem);
@@ -742,11 +761,18 @@ impl<'a, 'r> Parser<'a, 'r> {
         }
     }
 
-    /// A binding standing for `name` until `weft-sched` resolves it (see `placeholders`).
+    /// A binding standing for `name` until `weft-sched` resolves it (see `placeholders`); one
+    /// symbol per name within an argument, so the argument prints back as written.
     fn placeholder(&self, name: &str, span: Span, buffer: bool) -> Binding {
+        let sym = self
+            .placeholder_syms
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| Sym::new(name))
+            .clone();
         Binding {
             name: name.to_string(),
-            sym: Sym::new(name),
+            sym,
             kind: if buffer {
                 VarKind::Buf {
                     elem: DType::F32,

@@ -39,7 +39,10 @@ fn module_mismatch(a: &Module, b: &Module) -> Option<String> {
             && x.free == y.free
             && x.access == y.access
             && x.addressable == y.addressable
-            && x.last_dim == y.last_dim;
+            && x.last_dim == y.last_dim
+            && x.max_bytes == y.max_bytes
+            && x.isa == y.isa
+            && x.dtypes == y.dtypes;
         if !same {
             return Some(format!("memory `{}` differs: {x:?} vs {y:?}", x.name));
         }

@@ -3,7 +3,7 @@
 //! The formatted text is written to a temporary file beside the original and parsed back; it is
 //! accepted only when that gives the same program (procs alpha-equivalent, the same memories,
 //! configs and schedule steps) and the same comments, so formatting can never change or lose
-//! anything. Writing in place renames that temporary file over the original.
+//! anything.
 
 use crate::{parse, Error, Program};
 use std::path::{Path, PathBuf};
@@ -16,18 +16,19 @@ pub fn format_file(path: &Path) -> Result<String, Error> {
     Ok(text)
 }
 
-/// Format the file at `path` in place. Returns whether its text changed.
+/// Format the file at `path` in place. Returns whether its text changed. The text is written
+/// through the path, as an editor saves: a symbolic link keeps pointing at its target (which
+/// gets the text), hard links stay one file, and the file keeps its permissions (a read-only
+/// file is an error, not made writable).
 pub fn format_in_place(path: &Path) -> Result<bool, Error> {
     let original = read(path)?;
     let (text, tmp) = formatted_beside(path)?;
+    let _ = std::fs::remove_file(tmp);
     if text == original {
-        let _ = std::fs::remove_file(tmp);
         return Ok(false);
     }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::message(format!("error: cannot write {}: {e}", path.display()))
-    })?;
+    std::fs::write(path, &text)
+        .map_err(|e| Error::message(format!("error: cannot write {}: {e}", path.display())))?;
     Ok(true)
 }
 

@@ -223,17 +223,20 @@ pub fn apply_schedules(
             })
             .map_err(|d| Error::new(&p.sources, vec![d]))?;
         // A proc a step added (`extract_proc`, `rename`) must not take the name of a schedule
-        // declared later, which the steps could not see.
-        if let Some(q) = sched
-            .extracted()
-            .iter()
-            .find(|q| p.module.schedules.iter().any(|d| d.name == q.name))
-        {
+        // declared later, which the steps could not see, nor of a memory or config (items share
+        // one namespace).
+        let taken = |name: &str| {
+            p.module.schedules.iter().any(|d| d.name == name)
+                || memories(name).is_some()
+                || module.config(name).is_some()
+                || scope.configs.contains_key(name)
+        };
+        if let Some(q) = sched.extracted().iter().find(|q| taken(&q.name)) {
             let d = Diagnostic::new(
                 "schedule",
                 decl.span,
                 format!(
-                    "schedule `{}` adds a proc named `{}`, which a schedule declares",
+                    "schedule `{}` adds a proc named `{}`, which names another item",
                     decl.name, q.name
                 ),
             );

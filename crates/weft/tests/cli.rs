@@ -165,6 +165,11 @@ proc f(n: size, x: f32[n]) { // after the header
             // in an else
             x[i] = t + 1.0;
         }
+        if i == 0 {
+            // only in an empty then
+        } else {
+            x[i] = x[i];
+        }
         // last in the loop
     }
     // last in the proc
@@ -172,6 +177,8 @@ proc f(n: size, x: f32[n]) { // after the header
 schedule g = f {
     // why we split
     split(i, 4, io, ii, cut); // trailing a step
+    cut(\"for ii #1\", n % 4 // a comment inside an argument
+        - 0);
 }
 proc h(n: size, x: f32[n]) {
     g(n, x);
@@ -195,8 +202,10 @@ fn fmt_keeps_comments_order_and_scalar_lets_and_is_a_fixpoint() {
         "config C {\n    k: index,\n} // trailing after an item\n",
         "proc f(n: size, x: f32[n] @ DRAM) { // after the header\n    assert n >= 1;\n    // before a loop\n    for i in 0..n {\n",
         "        let t: f32 @ DRAM = x[i] * 2.0; // a scalar temporary\n",
-        "        } else {\n            // in an else\n            x[i] = t + 1.0;\n        }\n        // last in the loop\n    }\n    // last in the proc\n}\n",
-        "    // why we split\n    split(i, 4, io, ii, cut); // trailing a step\n}\n",
+        "        } else {\n            // in an else\n            x[i] = t + 1.0;\n        }\n",
+        "            x[i] = x[i];\n        }\n        // last in the loop\n    }\n    // last in the proc\n}\n",
+        "    // why we split\n    split(i, 4, io, ii, cut); // trailing a step\n    cut(\"for ii #1\", n % 4 - 0); // a comment inside an argument\n}\n",
+        "        if i == 0 {\n            // only in an empty then\n        } else {\n",
         "    // inside a memory\n}\n",
         "// the end\n",
     ] {
@@ -259,6 +268,33 @@ fn fmt_write_rewrites_in_place_and_check_reports_non_canonical_files() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+    // Written through the path: a link keeps pointing at its target, which gets the text, and a
+    // read-only file is an error, never made writable.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let target = write(&dir, "target.weft", COMMENTED);
+        let link = dir.path().join("link.weft");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(weft(&["fmt", "-w", link.to_str().unwrap()])
+            .status
+            .success());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), expected);
+        let ro = write(&dir, "ro.weft", COMMENTED);
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let o = weft(&["fmt", "-w", &ro]);
+        let mode = std::fs::metadata(&ro).unwrap().permissions().mode() & 0o777;
+        // (Root may write a read-only file; either way its mode stays.)
+        assert_eq!(mode, 0o444, "{}", text(&o));
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().to_string();
+            assert!(!name.starts_with('.'), "a temporary is left: {name}");
+        }
+    }
     // A file that does not parse is left as it is.
     let bad = write(&dir, "bad.weft", "proc f( {");
     assert!(!weft(&["fmt", "-w", &bad]).status.success());

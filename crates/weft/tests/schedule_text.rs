@@ -39,6 +39,16 @@ proc h(n: size, x: f32[n] @ DRAM) {
     }
     assert!(p.is_some(), "the snapshot's provenance does not reach `f`");
     // A name in use is refused.
+    for other in ["DRAM", "C"] {
+        let clash = format!(
+            "config C {{ k: index }}\n{}",
+            src.replace("rename(f_split)", &format!("rename({other})"))
+        );
+        let Err(e) = weft::load_str("r.weft", &clash) else {
+            panic!("a rename to the memory or config `{other}` is accepted");
+        };
+        assert!(e.to_string().contains("which names another item"), "{e}");
+    }
     let dup = src.replace("rename(f_split)", "rename(h)");
     let Err(e) = weft::load_str("r.weft", &dup) else {
         panic!("a rename to a used name is accepted");

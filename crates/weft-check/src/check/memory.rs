@@ -28,6 +28,30 @@ impl Walk<'_> {
         }
     }
 
+    /// A memory that names the element types it holds (`dtypes`) holds no other: its template
+    /// lays out vectors of those (an `__m512` is 16 f32), so another type would be laid out and
+    /// counted wrong.
+    pub(super) fn check_dtype(
+        &mut self,
+        sym: &Sym,
+        mem: &Memory,
+        elem: weft_ir::DType,
+        span: Span,
+    ) {
+        if !mem.dtypes.is_empty() && !mem.dtypes.contains(&elem) {
+            let names: Vec<&str> = mem.dtypes.iter().map(|t| t.name()).collect();
+            self.err(
+                "memory",
+                span,
+                format!(
+                    "memory {} holds only {}, and `{sym}` has elements of type {elem}",
+                    mem.name,
+                    names.join(", ")
+                ),
+            );
+        }
+    }
+
     pub(super) fn check_last_dim(&mut self, sym: &Sym, mem: &Memory, shape: &[Expr], span: Span) {
         if let Some(want) = mem.last_dim {
             let last = shape.last().and_then(|e| e.as_int_const());

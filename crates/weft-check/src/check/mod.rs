@@ -1020,6 +1020,7 @@ impl Walk<'_> {
                 if ty.window {
                     self.err("type", s.span, "an allocation cannot be a window");
                 }
+                self.check_dtype(buf, &ty.mem, ty.elem, s.span);
                 self.check_last_dim(buf, &ty.mem, &ty.shape, s.span);
                 self.check_max_bytes(buf, ty, &shape, s.span);
                 let info = BufInfo {
@@ -1118,6 +1119,7 @@ impl Walk<'_> {
                 } else {
                     dense_strides(&shape)
                 };
+                self.check_dtype(&a.sym, &bt.mem, bt.elem, a.span);
                 self.check_last_dim(&a.sym, &bt.mem, &bt.shape, a.span);
                 shapes.push((a, shape.clone()));
                 let info = BufInfo {

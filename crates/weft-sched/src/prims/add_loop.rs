@@ -5,7 +5,8 @@
 //! ```
 //!
 //! The inverse of [`super::remove_loop`], with its condition (Exo §4.7): the loop runs at least
-//! once (`0 < hi` proved in the statement's context), and `s` shadows itself, so running it more
+//! once (`0 < hi` proved in the statement's context; and `hi <= 2^31 - 1`, the bound of a size,
+//! so the statement does not run more often than any size could make it), and `s` shadows itself, so running it more
 //! than once changes nothing: `s` has no reductions, every write is exact, and no write overlaps a
 //! read of another execution of `s` (see [`super::remove_loop::require_idempotent`]). `hi` is a
 //! control expression over the names in scope; it is evaluated once, and `s` cannot change it
@@ -71,8 +72,24 @@ pub fn add_loop(
         a,
         PRIM,
         &scope.facts,
-        &Term::lt(Term::Int(0), h),
+        &Term::lt(Term::Int(0), h.clone()),
         || format!("the loop may run zero times ({hi} <= 0 is possible)"),
+        s.span,
+        what.clone(),
+    )?;
+    // A count no size could be: the result would run the statement up to 2^63 times, which the
+    // original never did (the same bound as a size argument's).
+    require(
+        a,
+        PRIM,
+        &scope.facts,
+        &Term::le(h, Term::Int(weft_ir::types::ENTRY_MAX)),
+        || {
+            format!(
+                "the loop may run more than {} times ({hi})",
+                weft_ir::types::ENTRY_MAX
+            )
+        },
         s.span,
         what.clone(),
     )?;

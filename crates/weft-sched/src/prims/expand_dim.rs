@@ -15,7 +15,7 @@
 //!   `t[i...] ↦ t[x, i...]` is a bijection between the old cells and that slice, and every read
 //!   sees what it saw before. This is the sound form of Exo's `expand_dim`, whose index is a
 //!   variable of a loop enclosing the allocation (typically followed by `lift_alloc`).
-//! - `0 < E` at the allocation (the new extent is positive), and the expanded buffer fits its
+//! - `0 < E <= 2^31 - 1` at the allocation (the new extent is positive and a size could be it), and the expanded buffer fits its
 //!   memory's capacity (`max_bytes`, as the checker requires).
 //! - `0 <= x < E` at every statement that uses `t` (with the facts that hold there: enclosing
 //!   loops and conditions), so every new access is in bounds.
@@ -61,8 +61,23 @@ pub fn expand_dim(
         a,
         PRIM,
         &scope.facts,
-        &Term::lt(Term::Int(0), ext_t),
+        &Term::lt(Term::Int(0), ext_t.clone()),
         || format!("the new extent {extent} may not be positive"),
+        site.stmt.span,
+        what.clone(),
+    )?;
+    // An extent no size could be would make an allocation no call of the original makes.
+    require(
+        a,
+        PRIM,
+        &scope.facts,
+        &Term::le(ext_t, Term::Int(weft_ir::types::ENTRY_MAX)),
+        || {
+            format!(
+                "the new extent {extent} may exceed {}, the largest size",
+                weft_ir::types::ENTRY_MAX
+            )
+        },
         site.stmt.span,
         what.clone(),
     )?;

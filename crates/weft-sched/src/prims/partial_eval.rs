@@ -11,7 +11,8 @@
 //! it is).
 //!
 //! Conditions: each name is a control integer argument of the proc (`size`, `index` or
-//! `stride`), named once; a `size` gets a positive value; the proc is not an instruction (its
+//! `stride`), named once; a `size` gets a positive value and every value lies in the entry range
+//! (±`ENTRY_MAX`, what an entry point would have checked); the proc is not an instruction (its
 //! template names its arguments); and the values are consistent with the preconditions: no
 //! precondition becomes false for every value of the remaining arguments, and together they keep
 //! a solution (both decided by the solver; the counterexample is the fixed values).
@@ -71,6 +72,21 @@ pub fn partial_eval(
                     format!("'{name}' is a size: {v} is not positive"),
                 )
                 .at(arg.span, format!("{name}: size"))
+                .with_counterexample(vec![(name.clone(), *v)]))
+            }
+            // The value replaces an argument an entry would have checked: the same range
+            // (a wider value makes the proc compute with values no call could pass).
+            ArgKind::Ctrl(CtrlType::Size | CtrlType::Index | CtrlType::Stride)
+                if v.unsigned_abs() > weft_ir::types::ENTRY_MAX as u64 =>
+            {
+                return Err(SchedError::new(
+                    PRIM,
+                    format!(
+                        "'{name}' = {v} is outside the range of a control argument (±{})",
+                        weft_ir::types::ENTRY_MAX
+                    ),
+                )
+                .at(arg.span, format!("the argument '{name}'"))
                 .with_counterexample(vec![(name.clone(), *v)]))
             }
             ArgKind::Ctrl(CtrlType::Size | CtrlType::Index | CtrlType::Stride) => {}

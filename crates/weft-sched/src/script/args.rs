@@ -5,6 +5,7 @@
 use crate::error::SchedError;
 use crate::path::{self, Path};
 use crate::schedule::{Cursor, Schedule};
+use std::collections::HashMap;
 use std::sync::Arc;
 use weft_ir::primitives::{ParamKind, Primitive};
 use weft_ir::{
@@ -86,9 +87,16 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn config_field(&self, k: usize) -> Result<(Arc<Config>, usize), SchedError> {
+    /// A config field: the config, the field's index and its type.
+    pub fn config_field(&self, k: usize) -> Result<(Arc<Config>, usize, Ty), SchedError> {
         match &self.get(k)?.value {
-            SchedValue::ConfigField { config, field } => Ok((config.clone(), *field)),
+            SchedValue::ConfigField { config, field } => match config.fields.get(*field) {
+                Some(f) => Ok((config.clone(), *field, f.ty.ty())),
+                None => Err(self.error(
+                    k,
+                    format!("config `{}` has no field number {field}", config.name),
+                )),
+            },
             _ => Err(self.wrong(k)),
         }
     }
@@ -241,12 +249,15 @@ pub(super) fn arg_error(step: &SchedStep, arg: Option<&SchedArg>, message: Strin
     e
 }
 
-/// The names visible at a statement: the proc's control arguments and the enclosing loops'
+/// The names visible at a statement (outside it: a step's expressions are evaluated before or
+/// around the statement, never inside it): the proc's control arguments and the enclosing loops'
 /// variables; the proc's buffer arguments and the allocations and windows of the enclosing
-/// blocks before it. Later entries shadow earlier ones.
+/// blocks before it. A symbol is named as the printer names it (`weft sched` shows the proc so),
+/// so that of two enclosing loops both called `i`, the inner one is `i_1`.
 struct Names {
     ctrl: Vec<(Sym, Ty)>,
     bufs: Vec<(Sym, DType)>,
+    printed: HashMap<Sym, String>,
 }
 
 impl Names {
@@ -266,11 +277,7 @@ impl Names {
                 ArgKind::Buf(b) => bufs.push((a.sym.clone(), b.elem)),
             }
         }
-        let mut chain = path::ancestors(p, at);
-        if let Some(s) = path::get(p, at) {
-            chain.push((at.clone(), s));
-        }
-        for (_, s) in chain {
+        for (_, s) in path::ancestors(p, at) {
             if let StmtKind::For { var, .. } = &s.kind {
                 ctrl.push((var.clone(), Ty::Int));
             }
@@ -297,20 +304,34 @@ impl Names {
                 }
             }
         }
-        Names { ctrl, bufs }
+        Names {
+            ctrl,
+            bufs,
+            printed: weft_ir::print::printed_names(p),
+        }
+    }
+
+    fn name_of<'s>(&'s self, s: &'s Sym) -> &'s str {
+        self.printed.get(s).map_or(s.name(), String::as_str)
     }
 
     fn ctrl(&self, name: &str) -> Option<&(Sym, Ty)> {
-        self.ctrl.iter().rev().find(|(s, _)| s.name() == name)
+        self.ctrl
+            .iter()
+            .rev()
+            .find(|(s, _)| self.name_of(s) == name)
     }
 
     fn buf(&self, name: &str) -> Option<&(Sym, DType)> {
-        self.bufs.iter().rev().find(|(s, _)| s.name() == name)
+        self.bufs
+            .iter()
+            .rev()
+            .find(|(s, _)| self.name_of(s) == name)
     }
 
     fn unknown(&self, name: &str) -> String {
-        let mut known: Vec<&str> = self.ctrl.iter().map(|(s, _)| s.name()).collect();
-        known.extend(self.bufs.iter().map(|(s, _)| s.name()));
+        let mut known: Vec<&str> = self.ctrl.iter().map(|(s, _)| self.name_of(s)).collect();
+        known.extend(self.bufs.iter().map(|(s, _)| self.name_of(s)));
         known.dedup();
         format!(
             "`{name}` is not a control argument, loop variable or buffer in scope here (in scope: {})",

@@ -254,6 +254,7 @@ impl Parser<'_, '_> {
     }
 
     fn with_placeholders<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        self.placeholder_syms.borrow_mut().clear();
         self.placeholders = true;
         let r = f(self);
         self.placeholders = false;

@@ -93,6 +93,11 @@ impl Gen {
             } else {
                 Vec::new()
             },
+            dtypes: if rng.chance(30) {
+                vec![DType::F32, DType::I8]
+            } else {
+                Vec::new()
+            },
             span: Span::DUMMY,
         });
         let mems = vec![

@@ -198,7 +198,7 @@ pub struct Printer<'n> {
     pub out: String,
     indent: usize,
     /// The source's comments still to print (`weft fmt`), placed by the spans of the statements.
-    comments: Option<&'n mut Comments>,
+    comments: Option<&'n mut SourceLayout>,
     /// The length of `out` when a comment was last put at the end of its last line.
     trailing_at: Option<usize>,
 }
@@ -216,10 +216,11 @@ pub struct Comment {
     pub line_start: u32,
 }
 
-/// The comments of one file not printed yet, in source order, and where the file had blank
-/// lines (one is kept where there was at least one, between statements, steps, comments).
+/// What `weft fmt` keeps of a file's layout: its comments not printed yet (in source order), where
+/// it had blank lines (one is kept where there was at least one, between statements, steps and
+/// comments), and where its `import`s and `else`s are.
 #[derive(Debug, Default)]
-pub struct Comments {
+pub struct SourceLayout {
     list: Vec<Comment>,
     next: usize,
     /// Byte offsets of the blank lines, ascending.
@@ -232,9 +233,9 @@ pub struct Comments {
     pub elses: Vec<u32>,
 }
 
-impl Comments {
-    pub fn new(list: Vec<Comment>, blanks: Vec<u32>) -> Comments {
-        Comments {
+impl SourceLayout {
+    pub fn new(list: Vec<Comment>, blanks: Vec<u32>) -> SourceLayout {
+        SourceLayout {
             list,
             next: 0,
             blanks,
@@ -708,7 +709,7 @@ pub fn proc_to_string(p: &Proc) -> String {
 }
 
 /// A proc, with the source comments inside it (`weft fmt`).
-fn print_proc(p: &Proc, comments: Option<&mut Comments>) -> String {
+fn print_proc(p: &Proc, comments: Option<&mut SourceLayout>) -> String {
     print_proc_naming(p, comments, &mut Namer::default())
 }
 
@@ -720,7 +721,7 @@ pub fn printed_names(p: &Proc) -> HashMap<Sym, String> {
     namer.names
 }
 
-fn print_proc_naming(p: &Proc, comments: Option<&mut Comments>, namer: &mut Namer) -> String {
+fn print_proc_naming(p: &Proc, comments: Option<&mut SourceLayout>, namer: &mut Namer) -> String {
     namer.reserve_all(p);
     let mut pr = Printer::new(namer);
     pr.comments = comments;
@@ -791,12 +792,12 @@ pub fn config_to_string(c: &Config) -> String {
 /// The text of a module: its items in the order of its source file (a proc may call a schedule
 /// declared before it); items without a source position as memories, configs, procs, schedules.
 pub fn module_to_string(m: &Module) -> String {
-    module_with_comments(m, &mut Comments::default())
+    module_with_comments(m, &mut SourceLayout::default())
 }
 
 /// [`module_to_string`] with the comments of the module's source file put back: each before the
 /// item, statement or step it preceded, or at the end of the line it ended (`weft fmt`).
-pub fn module_with_comments(m: &Module, comments: &mut Comments) -> String {
+pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
     enum Item<'a> {
         Import(&'a str),
         Memory(&'a Memory),
@@ -861,7 +862,7 @@ pub fn module_with_comments(m: &Module, comments: &mut Comments) -> String {
 
 /// The comments before `pos` between items: a trailing one ends the last line of the item before
 /// it, the others are returned as lines to go before the next item.
-fn top_level_comments(comments: &mut Comments, pos: u32, parts: &mut [String]) -> String {
+fn top_level_comments(comments: &mut SourceLayout, pos: u32, parts: &mut [String]) -> String {
     let mut lines = String::new();
     let mut line_free = true;
     for c in comments.take_before(pos).to_vec() {
@@ -886,7 +887,7 @@ fn top_level_comments(comments: &mut Comments, pos: u32, parts: &mut [String]) -
 }
 
 /// An item printed as `... }\n` with the source comments inside its span put before the `}`.
-fn with_inner_comments(text: String, span: crate::Span, comments: &mut Comments) -> String {
+fn with_inner_comments(text: String, span: crate::Span, comments: &mut SourceLayout) -> String {
     if span.is_dummy() {
         return text;
     }
@@ -904,10 +905,10 @@ fn with_inner_comments(text: String, span: crate::Span, comments: &mut Comments)
 }
 
 pub fn schedule_to_string(d: &crate::ScheduleDecl) -> String {
-    schedule_with_comments(d, &mut Comments::default())
+    schedule_with_comments(d, &mut SourceLayout::default())
 }
 
-fn schedule_with_comments(d: &crate::ScheduleDecl, comments: &mut Comments) -> String {
+fn schedule_with_comments(d: &crate::ScheduleDecl, comments: &mut SourceLayout) -> String {
     let mut namer = Namer::default();
     let mut pr = Printer::new(&mut namer);
     pr.comments = Some(comments);

@@ -67,7 +67,7 @@ pub fn comments(text: &str) -> Vec<weft_ir::print::Comment> {
 }
 
 /// The layout `weft fmt` keeps of a file: its comments and its blank lines.
-pub fn layout(text: &str) -> weft_ir::print::Comments {
+pub fn layout(text: &str) -> weft_ir::print::SourceLayout {
     let mut blanks = Vec::new();
     let mut offset = 0u32;
     for line in text.split_inclusive('\n') {
@@ -76,7 +76,7 @@ pub fn layout(text: &str) -> weft_ir::print::Comments {
         }
         offset = offset.saturating_add(line.len() as u32);
     }
-    let mut layout = weft_ir::print::Comments::new(comments(text), blanks);
+    let mut layout = weft_ir::print::SourceLayout::new(comments(text), blanks);
     // `import` is a keyword that only starts an item; `else` only separates branches.
     let toks = lex(0, text).unwrap_or_default();
     let at = |kw: &str| -> Vec<u32> {

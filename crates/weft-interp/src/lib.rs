@@ -86,7 +86,7 @@ mod scalar;
 
 pub use buffer::Buffer;
 pub use random::{arg_shapes, random_args};
-pub use scalar::{Cell, Scalar};
+pub use scalar::{binary, math, unary, Cell, Scalar};
 
 use std::collections::HashMap;
 use std::fmt;

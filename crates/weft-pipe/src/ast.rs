@@ -124,7 +124,7 @@ impl Expr {
     }
 
     /// Every sub-expression, this one first.
-    pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
+    pub fn walk<'e>(&'e self, f: &mut impl FnMut(&'e Expr)) {
         f(self);
         match self {
             Expr::Lit(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Param(_) => {}

@@ -16,9 +16,10 @@ fn func(name: &str, vars: usize, pure: Expr, updates: Vec<Update>) -> Func {
     }
 }
 
+/// A valid pipeline (checked) whose last func is the output.
 fn pipeline(funcs: Vec<Func>, inputs: usize) -> Pipeline {
     let out = funcs.len() - 1;
-    Pipeline {
+    let p = Pipeline {
         name: "p".into(),
         params: vec![Param {
             name: "n".into(),
@@ -33,7 +34,9 @@ fn pipeline(funcs: Vec<Func>, inputs: usize) -> Pipeline {
             .collect(),
         funcs,
         outputs: vec![out],
-    }
+    };
+    weft_pipe::validate::validate(&p).unwrap_or_else(|d| panic!("{d:?}"));
+    p
 }
 
 fn ints(vals: &[Value]) -> Vec<Result<i64, ErrorValue>> {

@@ -1,0 +1,225 @@
+//! The validity rules (the formalisation's Def. 4.5), with the paper's own legal and illegal
+//! algorithms, each rejection's message checked.
+
+use weft_interp::Scalar;
+use weft_ir::{BinOp, DType};
+use weft_pipe::ast::{Expr, Func, Param, Pipeline, RDim, Update};
+use weft_pipe::validate::validate;
+
+fn func(name: &str, pure: Expr, updates: Vec<Update>) -> Func {
+    Func {
+        name: name.into(),
+        vars: vec!["x".into()],
+        ty: DType::I32,
+        pure,
+        updates,
+    }
+}
+
+fn pipeline(funcs: Vec<Func>) -> Pipeline {
+    Pipeline {
+        name: "p".into(),
+        params: vec![Param {
+            name: "n".into(),
+            ty: DType::I32,
+        }],
+        inputs: vec![],
+        outputs: vec![funcs.len() - 1],
+        funcs,
+    }
+}
+
+fn add(a: Expr, b: Expr) -> Expr {
+    Expr::binary(BinOp::Add, a, b)
+}
+
+fn update(rdom: Vec<RDim>, lhs: Expr, value: Expr) -> Update {
+    Update {
+        rdom,
+        wheres: vec![],
+        lhs: vec![lhs],
+        value,
+    }
+}
+
+fn r03() -> Vec<RDim> {
+    vec![RDim {
+        name: "r".into(),
+        min: Expr::int(0),
+        extent: Expr::int(3),
+    }]
+}
+
+/// The first message of a rejected pipeline.
+fn rejected(p: &Pipeline) -> String {
+    let d = validate(p).expect_err("accepted");
+    assert!(d.iter().all(|d| d.rule == "pipeline"));
+    d[0].message.clone()
+}
+
+fn g() -> Func {
+    func("g", Expr::Var(0), vec![])
+}
+
+#[test]
+fn the_papers_separation_examples() {
+    // `{g[x]; (x) <- f[x + 1]}`: diverges.
+    let f = func(
+        "f",
+        Expr::call(0, vec![Expr::Var(0)]),
+        vec![update(
+            vec![],
+            Expr::Var(0),
+            Expr::call(1, vec![add(Expr::Var(0), Expr::int(1))]),
+        )],
+    );
+    let m = rejected(&pipeline(vec![g(), f]));
+    assert!(
+        m.contains("coordinate 1 of its reads of `f` must be `x` itself (syntactic separation)"),
+        "{m}"
+    );
+    // `{g[x]; rdom(r = (0, 3)) in (x) <- f[x] + f[r]}`.
+    let f = func(
+        "f",
+        Expr::call(0, vec![Expr::Var(0)]),
+        vec![update(
+            r03(),
+            Expr::Var(0),
+            add(
+                Expr::call(1, vec![Expr::Var(0)]),
+                Expr::call(1, vec![Expr::RVar(0)]),
+            ),
+        )],
+    );
+    let m = rejected(&pipeline(vec![g(), f]));
+    assert!(m.contains("syntactic separation"), "{m}");
+    // `{0; rdom(r = (0, 3)) in (x) <- f[x] + g[x] + g[r]}`: only self-reads are restricted.
+    let f = func(
+        "f",
+        Expr::int(0),
+        vec![update(
+            r03(),
+            Expr::Var(0),
+            add(
+                add(
+                    Expr::call(1, vec![Expr::Var(0)]),
+                    Expr::call(0, vec![Expr::Var(0)]),
+                ),
+                Expr::call(0, vec![Expr::RVar(0)]),
+            ),
+        )],
+    );
+    validate(&pipeline(vec![g(), f])).unwrap();
+    // A histogram writes at a reduction coordinate and reads itself there: no pure variable.
+    let h = func(
+        "h",
+        Expr::int(0),
+        vec![update(
+            r03(),
+            Expr::call(0, vec![Expr::RVar(0)]),
+            add(
+                Expr::call(1, vec![Expr::call(0, vec![Expr::RVar(0)])]),
+                Expr::int(1),
+            ),
+        )],
+    );
+    validate(&pipeline(vec![g(), h])).unwrap();
+    // The left-hand side must be `x` where `x` is used.
+    let f = func(
+        "f",
+        Expr::int(0),
+        vec![update(
+            vec![],
+            add(Expr::Var(0), Expr::int(1)),
+            Expr::Var(0),
+        )],
+    );
+    let m = rejected(&pipeline(vec![f]));
+    assert!(m.contains("its coordinate 1 must be `x` itself"), "{m}");
+}
+
+#[test]
+fn names_order_startup_bounds_arities_and_types() {
+    let m = rejected(&pipeline(vec![g(), func("g", Expr::int(0), vec![])]));
+    assert!(m.contains("the name `g` is defined twice"), "{m}");
+    let m = rejected(&pipeline(vec![func("n", Expr::int(0), vec![])]));
+    assert!(m.contains("the name `n` is defined twice"), "{m}");
+    // A func reads only earlier funcs; a pure definition not itself.
+    let m = rejected(&pipeline(vec![
+        func("f", Expr::call(1, vec![Expr::Var(0)]), vec![]),
+        g(),
+    ]));
+    assert!(
+        m.contains("a func reads only funcs defined before it"),
+        "{m}"
+    );
+    let m = rejected(&pipeline(vec![func(
+        "f",
+        Expr::call(0, vec![Expr::Var(0)]),
+        vec![],
+    )]));
+    assert!(
+        m.contains("a pure definition cannot read its own func"),
+        "{m}"
+    );
+    // Reduction bounds are startup expressions.
+    let bad_bound = |extent: Expr| {
+        pipeline(vec![
+            g(),
+            func(
+                "f",
+                Expr::int(0),
+                vec![update(
+                    vec![RDim {
+                        name: "r".into(),
+                        min: Expr::int(0),
+                        extent,
+                    }],
+                    Expr::RVar(0),
+                    Expr::int(1),
+                )],
+            ),
+        ])
+    };
+    assert!(rejected(&bad_bound(Expr::call(0, vec![Expr::int(0)]))).contains("startup expression"));
+    assert!(rejected(&bad_bound(Expr::Var(0))).contains("startup expression"));
+    validate(&bad_bound(Expr::Param(0))).unwrap();
+    // Arity and types.
+    let m = rejected(&pipeline(vec![
+        g(),
+        func("f", Expr::call(0, vec![]), vec![]),
+    ]));
+    assert!(
+        m.contains("reads `g` with 0 coordinates; it has 1 dimensions"),
+        "{m}"
+    );
+    let m = rejected(&pipeline(vec![func(
+        "f",
+        add(Expr::Var(0), Expr::Lit(Scalar::F32(1.0))),
+        vec![],
+    )]));
+    assert!(m.contains("applies `+` to a i32 and a f32"), "{m}");
+    let m = rejected(&pipeline(vec![func(
+        "f",
+        Expr::Lit(Scalar::F32(1.0)),
+        vec![],
+    )]));
+    assert!(
+        m.contains("its pure definition of `f` has type f32; i32 is expected"),
+        "{m}"
+    );
+    let m = rejected(&pipeline(vec![func(
+        "f",
+        Expr::int(0),
+        vec![Update {
+            rdom: r03(),
+            wheres: vec![Expr::RVar(0)],
+            lhs: vec![Expr::RVar(0)],
+            value: Expr::int(1),
+        }],
+    )]));
+    assert!(
+        m.contains("a predicate of update 1 of `f` has type i32; bool is expected"),
+        "{m}"
+    );
+}

@@ -51,9 +51,39 @@ pub fn all_stmts(p: &Proc) -> Vec<(Path, &Stmt)> {
 /// Whether a statement matches a pattern (without the `#k` part). A name matches a symbol's own
 /// name, or the name the printer gives it (`printed`; after a rewrite put a loop over `i` inside
 /// another, `weft sched` shows the inner one as `i_1`).
-pub fn matches(s: &Stmt, pattern: &str, printed: &HashMap<Sym, String>) -> bool {
+/// `printed` is computed only when a symbol's own name does not decide (printing costs a walk of
+/// the proc, and `find` runs at every step).
+pub fn matches(s: &Stmt, pattern: &str, printed: &dyn Fn() -> HashMap<Sym, String>) -> bool {
+    matches_with(s, pattern, &mut Printed::Later(printed))
+}
+
+/// The printed names of a proc's symbols, computed at first need.
+enum Printed<'a> {
+    Later(&'a dyn Fn() -> HashMap<Sym, String>),
+    Known(HashMap<Sym, String>),
+}
+
+impl Printed<'_> {
+    fn get(&mut self) -> &HashMap<Sym, String> {
+        if let Printed::Later(f) = self {
+            *self = Printed::Known(f());
+        }
+        match self {
+            Printed::Known(m) => m,
+            Printed::Later(_) => unreachable!("set above"),
+        }
+    }
+}
+
+fn matches_with(s: &Stmt, pattern: &str, printed: &mut Printed) -> bool {
     let words: Vec<&str> = pattern.split_whitespace().collect();
-    let is = |x: &Sym, name: &str| x.name() == name || printed.get(x).is_some_and(|p| p == name);
+    // A printed name is the symbol's own name, or it with a suffix `_k` (or cleaned of
+    // characters a name cannot have): only then can the printer's name decide.
+    let mut is = |x: &Sym, name: &str| {
+        x.name() == name
+            || ((name.starts_with(x.name()) || !weft_ir::print::usable_name(x.name()))
+                && printed.get().get(x).is_some_and(|p| p == name))
+    };
     match (&s.kind, words.as_slice()) {
         (StmtKind::For { var, .. }, ["for", v]) | (StmtKind::For { var, .. }, [v]) => is(var, v),
         (StmtKind::Assign { buf, .. }, [b, "="]) => is(buf, b),
@@ -88,10 +118,11 @@ pub fn parse_occurrence(pattern: &str) -> Result<(&str, usize), String> {
 pub fn find(p: &Proc, pattern: &str) -> Result<Path, String> {
     let (pat, k) = parse_occurrence(pattern)?;
     let stmts = all_stmts(p);
-    let printed = weft_ir::print::printed_names(p);
+    let names = || weft_ir::print::printed_names(p);
+    let mut printed = Printed::Later(&names);
     let hits: Vec<Path> = stmts
         .iter()
-        .filter(|(_, s)| matches(s, pat, &printed))
+        .filter(|(_, s)| matches_with(s, pat, &mut printed))
         .map(|(path, _)| path.clone())
         .collect();
     if let Some(hit) = hits.get(k) {

@@ -15,6 +15,7 @@
 //! of the loops around them (a body is walked ahead for what one iteration writes).
 
 use crate::smt::{Term, Var};
+use std::collections::HashMap;
 use weft_ir::Sym;
 
 /// Bound variables whose range has at most this many values are eliminated by trying each.
@@ -48,6 +49,28 @@ impl Chunk {
         vars
     }
 
+    /// Replace unknowns above `id` that name a shared term by that term (they may nest).
+    fn expand_shared(&mut self, id: u64, shared: &HashMap<u64, Term>) {
+        for _ in 0..16 {
+            let named: HashMap<u64, Term> = self
+                .free_vars()
+                .into_iter()
+                .filter(|v| v.id > id)
+                .filter_map(|v| shared.get(&v.id).map(|t| (v.id, t.clone())))
+                .collect();
+            if named.is_empty() {
+                return;
+            }
+            let sub = |t: &Term| t.subst_all(&named);
+            self.idx = self.idx.iter().map(sub).collect();
+            self.cond = self.cond.iter().map(sub).collect();
+            for b in &mut self.bound {
+                b.1 = sub(&b.1);
+                b.2 = sub(&b.2);
+            }
+        }
+    }
+
     /// Whether a variable that is not bound here has an id above `id` (unknowns are numbered
     /// from 2^62 up, after every symbol).
     pub fn mentions_unknowns_above(&self, id: u64) -> bool {
@@ -72,14 +95,22 @@ impl Defined {
     /// so that reads in a later loop over the same symbol cannot capture it). A chunk that
     /// mentions an unknown made in the body (ids above `made_since`: a config read, say) is
     /// dropped: that unknown may have had another value in each iteration.
+    ///
+    /// Unknowns that only name a control expression (`shared`: the operands of `min`/`max` the
+    /// walk names to keep terms small) are not dropped with them: they are replaced by what they
+    /// name, which holds in every iteration alike.
     pub fn bind_loop(
         &mut self,
         (mark, made_since): (usize, u64),
         var: &Var,
         lo: &Term,
         hi: &Term,
+        shared: &HashMap<u64, Term>,
         fresh: &mut dyn FnMut() -> Var,
     ) {
+        for c in self.chunks.iter_mut().skip(mark) {
+            c.expand_shared(made_since, shared);
+        }
         let mut k = mark;
         while k < self.chunks.len() {
             if self.chunks[k].mentions_unknowns_above(made_since) {
@@ -177,6 +208,33 @@ fn join_divided(mut eqs: Vec<(Term, Term)>) -> (Vec<(Term, Term)>, Vec<Term>) {
 
 /// `∃ bound. cond ∧ eqs` without the quantifier (false when it cannot be eliminated).
 fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term, Term)>) -> Term {
+    // A variable inside a `min`/`max` of an index equation goes first: splitting the equation
+    // by cases then solves it, where solving another variable first would leave it inside the
+    // range conditions, which only trying values can satisfy.
+    // Then a variable of an index equation with a range too large to try every value: solving
+    // it first leaves the small ranges (a split's inner loop) to be tried value by value.
+    let in_ite = |v: &Var| {
+        eqs.iter()
+            .any(|(l, r)| ite_with(l, v.id).is_some() || ite_with(r, v.id).is_some())
+    };
+    let large_in_eq = |(v, lo, hi): &(Var, Term, Term)| {
+        let small = matches!(
+            (crate::terms::const_value(lo), crate::terms::const_value(hi)),
+            (Some(l), Some(h)) if h.saturating_sub(l) <= SMALL_RANGE
+        );
+        !small
+            && eqs
+                .iter()
+                .any(|(l, r)| l.occurrences(v.id) + r.occurrences(v.id) > 0)
+    };
+    let first = bound
+        .iter()
+        .rposition(|b| in_ite(&b.0))
+        .or_else(|| bound.iter().rposition(large_in_eq));
+    if let Some(k) = first {
+        let last = bound.len() - 1;
+        bound.swap(k, last);
+    }
     let Some((v, lo, hi)) = bound.pop() else {
         let mut all = cond;
         all.extend(eqs.into_iter().map(|(l, r)| Term::eq(l, r)));
@@ -211,6 +269,26 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
             b.2 = sub(&b.2);
         }
         return member(rest, side, bound);
+    }
+    // A `min`/`max` (an `ite`) around the variable in an index equation, as in the shifted last
+    // tile of a split: split the equation by the cases of its condition.
+    if let Some((c, a, b)) = eqs
+        .iter()
+        .find_map(|(l, r)| ite_with(l, id).or_else(|| ite_with(r, id)))
+    {
+        let ite = Term::ite(c.clone(), a.clone(), b.clone());
+        let mut bound = bound;
+        bound.push((v, lo, hi));
+        let case = |by: &Term, holds: Term| {
+            let eqs = eqs
+                .iter()
+                .map(|(l, r)| (replace(l, &ite, by), replace(r, &ite, by)))
+                .collect();
+            let mut cond = cond.clone();
+            cond.push(holds);
+            member(eqs, cond, bound.clone())
+        };
+        return Term::Or(vec![case(&a, c.clone()), case(&b, Term::not(c))]);
     }
     let elsewhere = eqs
         .iter()
@@ -251,6 +329,32 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         })
         .collect();
     Term::Or(ors)
+}
+
+/// The first `ite` in `t` (outermost first) whose branches mention variable `id` and whose
+/// condition does not mention it in a way solving could not handle: its parts.
+fn ite_with(t: &Term, id: u64) -> Option<(Term, Term, Term)> {
+    if let Term::Ite(c, a, b) = t {
+        if a.occurrences(id) + b.occurrences(id) > 0 {
+            return Some(((**c).clone(), (**a).clone(), (**b).clone()));
+        }
+    }
+    let mut kids = Vec::new();
+    t.children(&mut kids);
+    kids.into_iter().find_map(|k| ite_with(k, id))
+}
+
+/// `t` with every occurrence of the subterm `from` replaced by `to`.
+fn replace(t: &Term, from: &Term, to: &Term) -> Term {
+    if t == from {
+        return to.clone();
+    }
+    let mut kids = Vec::new();
+    t.children(&mut kids);
+    if kids.is_empty() {
+        return t.clone();
+    }
+    t.with_children(kids.into_iter().map(|k| replace(k, from, to)).collect())
 }
 
 /// Solve `l = r` for variable `id`, which occurs once in `l`: the value, and the conditions

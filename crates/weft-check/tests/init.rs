@@ -176,3 +176,48 @@ fn a_callees_writes_see_the_arguments_strides() {
     let d = two_levels("t[0, 1]").expect_err("t[0, 1] is never written");
     assert!(d.iter().all(|d| d.rule == "init"), "{d:?}");
 }
+
+/// The loop nests pipelines lower to: tiles whose last tile is shifted inwards (a `min` in the
+/// index), tiles rounded up, in either loop order, and regions bounded by `min`/`max` terms.
+#[test]
+fn shifted_rounded_and_reordered_tiles_are_accepted() {
+    // ShiftInwards: the last tile ends at the last point.
+    accepted(
+        "assert n >= 4;
+         alloc t: f32[n];
+         for xo in 0..(n + 3) / 4 { for xi in 0..4 { t[min(4 * xo, n - 4) + xi] = 1.0; } }
+         for i in 0..n { y[i, 0] = t[i]; }",
+    );
+    // The same with the inner loop outside.
+    accepted(
+        "assert n >= 4;
+         alloc t: f32[n];
+         for xi in 0..4 { for xo in 0..(n + 3) / 4 { t[min(4 * xo, n - 4) + xi] = 1.0; } }
+         for i in 0..n { y[i, 0] = t[i]; }",
+    );
+    // RoundUp with the inner loop outside.
+    accepted(
+        "alloc t: f32[4 * ((n + 3) / 4)];
+         for xi in 0..4 { for xo in 0..(n + 3) / 4 { t[4 * xo + xi] = 1.0; } }
+         for i in 0..n { y[i, 0] = t[i]; }",
+    );
+    // A region whose bounds are long `min`/`max` terms (named apart by the checker).
+    accepted(
+        "alloc t: f32[m + 8];
+         for j in 0..m + 8 {
+             t[j - min(min(m + 5, max(m, 3)), min(max(0, min(m, m + 1)), m + 7)) + min(min(m + 5, max(m, 3)), min(max(0, min(m, m + 1)), m + 7))] = 1.0;
+         }
+         for j in 0..m { y[0, j] = t[j + 1]; }",
+    );
+}
+
+#[test]
+fn a_shifted_tile_that_misses_a_point_is_rejected() {
+    // Shifting to n - 5 with tiles 4 wide leaves the last point unwritten (n = 8: 0..4, 3..7).
+    rejected(
+        "assert n >= 5;
+         alloc t: f32[n];
+         for xo in 0..(n + 3) / 4 { for xi in 0..4 { t[min(4 * xo, n - 5) + xi] = 1.0; } }
+         for i in 0..n { y[i, 0] = t[i]; }",
+    );
+}

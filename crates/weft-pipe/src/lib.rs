@@ -1,10 +1,17 @@
 //! weft's pipeline layer: Halide's algorithm language (funcs over all of Z^n, update stages over
-//! reduction domains), and its reference interpreter, the oracle for the lowering and scheduling
-//! of pipelines (issue 9). Specification: `../shared/reference/halide-formal-semantics.md`.
+//! reduction domains), its reference interpreter, its scheduling directives and their lowering
+//! into weft procs with bounds inference (issue 9). Specification:
+//! `../shared/reference/halide-formal-semantics.md`.
 //!
-//! So far: the algorithm's abstract syntax ([`ast`]), its validity rules ([`validate`]) and the
-//! reference interpreter ([`interp`]).
+//! - [`ast`]: the algorithm's abstract syntax; [`validate`]: its validity rules;
+//! - [`interp`]: the reference interpreter, the oracle of everything below;
+//! - [`schedule`]: the directives, each checked for its legality rule;
+//! - [`lower`]: lowering into a weft proc, with bounds inference on [`cexpr`]'s symbolic
+//!   control expressions.
 
 pub mod ast;
+pub mod cexpr;
 pub mod interp;
+pub mod lower;
+pub mod schedule;
 pub mod validate;

@@ -102,7 +102,14 @@ impl Walk<'_> {
         let name = var.name().to_string();
         let mut fresh = || init::fresh_var(counter, &name);
         let now = Term::IntVar(sym_var(var));
-        earlier.bind_loop((0, made_since), &sym_var(var), lo, &now, &mut fresh);
+        earlier.bind_loop(
+            (0, made_since),
+            &sym_var(var),
+            lo,
+            &now,
+            &self.shared_defs,
+            &mut fresh,
+        );
         self.defined.chunks.extend(earlier.chunks);
     }
 

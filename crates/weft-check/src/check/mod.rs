@@ -145,6 +145,7 @@ impl Checker {
             mode,
             config_reads: HashMap::new(),
             shared_unplaced: Vec::new(),
+            shared_defs: HashMap::new(),
             config_known: HashMap::new(),
             defined: Defined::default(),
             path: Vec::new(),
@@ -420,6 +421,8 @@ struct Walk<'c> {
     /// Intermediates not placed in 64 bits inside operands that `share` named by a variable,
     /// for the next [`Walk::fits`].
     shared_unplaced: Vec<Term>,
+    /// What each unknown `share` made names.
+    shared_defs: HashMap<u64, Term>,
     /// The values of control config fields where they are known: written earlier in the proc,
     /// or read with no write (nor call, nor loop iteration) since.
     config_known: HashMap<(String, usize), Term>,
@@ -476,8 +479,9 @@ impl TermEnv for Walk<'_> {
         // The operand's own intermediates are still the expression's (see `Walk::fits`).
         let range = intervals::interval(&t, &self.ranges, &mut self.shared_unplaced);
         self.ranges.insert(var.id, range.clamp(&Interval::I64));
-        let v = Term::IntVar(var);
-        self.facts.push(Term::eq(v.clone(), t));
+        let v = Term::IntVar(var.clone());
+        self.facts.push(Term::eq(v.clone(), t.clone()));
+        self.shared_defs.insert(var.id, t);
         v
     }
 }
@@ -989,6 +993,7 @@ impl Walk<'_> {
                             &sym_var(var),
                             &l,
                             &h,
+                            &self.shared_defs,
                             &mut fresh,
                         );
                     }

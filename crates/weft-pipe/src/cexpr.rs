@@ -1,0 +1,528 @@
+//! Control expressions of lowering: the integer expressions that bounds inference builds (loop
+//! bounds, regions, allocation extents) over the lowered proc's control variables.
+//!
+//! An expression is kept in a canonical linear form, `k + Σ c·atom`, whose atoms are variables and
+//! the non-linear operators of quasi-affine arithmetic (`min`, `max`, floor division and Euclidean
+//! remainder by a positive constant, `select`). The smart constructors fold what the form decides
+//! (`min(a, a + 3)` is `a`, `(8·t + 5) / 8` is `t`), which keeps the bounds of tiled loops small;
+//! anything they cannot decide stays an atom, so every expression is exact.
+//!
+//! [`Scope::lower`] and [`Scope::upper`] are the interval analysis of bounds inference: the least
+//! and greatest value of an expression when some variables range over intervals (themselves
+//! expressions, relaxed in turn), `None` when there is no bound (an infinite interval end).
+
+use std::collections::HashMap;
+
+/// A control variable of the lowered proc (an argument, a loop variable), by its index in the
+/// lowering's variable table.
+pub type VarId = u32;
+
+/// A non-linear part of an expression.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Atom {
+    Var(VarId),
+    Min(Lin, Lin),
+    Max(Lin, Lin),
+    /// Floor division by a positive constant.
+    Div(Lin, i64),
+    /// Euclidean remainder by a positive constant.
+    Mod(Lin, i64),
+    Select(Box<Cond>, Lin, Lin),
+}
+
+/// `k + Σ c·atom`, the atoms sorted and their coefficients non-zero.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Lin {
+    pub terms: Vec<(Atom, i64)>,
+    pub k: i64,
+}
+
+/// A control condition.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cond {
+    Const(bool),
+    /// `e <= 0`.
+    Le0(Lin),
+    /// `e == 0`.
+    Eq0(Lin),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    Not(Box<Cond>),
+}
+
+impl Lin {
+    pub fn konst(k: i64) -> Lin {
+        Lin {
+            terms: Vec::new(),
+            k,
+        }
+    }
+
+    pub fn var(v: VarId) -> Lin {
+        Lin::atom(Atom::Var(v))
+    }
+
+    fn atom(a: Atom) -> Lin {
+        Lin {
+            terms: vec![(a, 1)],
+            k: 0,
+        }
+    }
+
+    /// The constant value, if the expression is one.
+    pub fn as_const(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.k)
+    }
+
+    pub fn add(&self, o: &Lin) -> Lin {
+        let mut terms: Vec<(Atom, i64)> = Vec::with_capacity(self.terms.len() + o.terms.len());
+        let (mut i, mut j) = (0, 0);
+        while i < self.terms.len() || j < o.terms.len() {
+            let pick = match (self.terms.get(i), o.terms.get(j)) {
+                (Some(a), Some(b)) => a.0.cmp(&b.0),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match pick {
+                std::cmp::Ordering::Less => {
+                    terms.push(self.terms[i].clone());
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    terms.push(o.terms[j].clone());
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    let c = self.terms[i].1.wrapping_add(o.terms[j].1);
+                    if c != 0 {
+                        terms.push((self.terms[i].0.clone(), c));
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        Lin {
+            terms,
+            k: self.k.wrapping_add(o.k),
+        }
+        .fold_div_mod()
+    }
+
+    /// A remainder and a quotient of one operand, weighted
+    /// `k·(e % d) + k·d·(e / d)`, are `k·e` (what a fused loop's two coordinates add up to).
+    fn fold_div_mod(self) -> Lin {
+        for (i, (a, k)) in self.terms.iter().enumerate() {
+            let Atom::Mod(e, d) = a else { continue };
+            let quotient = Atom::Div(e.clone(), *d);
+            let Some(j) = self
+                .terms
+                .iter()
+                .position(|(b, c)| *b == quotient && Some(*c) == k.checked_mul(*d))
+            else {
+                continue;
+            };
+            let (e, k) = (e.clone(), *k);
+            let rest = Lin {
+                terms: self
+                    .terms
+                    .iter()
+                    .enumerate()
+                    .filter(|(x, _)| *x != i && *x != j)
+                    .map(|(_, t)| t.clone())
+                    .collect(),
+                k: self.k,
+            };
+            return rest.add(&e.scale(k));
+        }
+        self
+    }
+
+    pub fn add_k(&self, k: i64) -> Lin {
+        Lin {
+            terms: self.terms.clone(),
+            k: self.k.wrapping_add(k),
+        }
+    }
+
+    pub fn scale(&self, c: i64) -> Lin {
+        if c == 0 {
+            return Lin::konst(0);
+        }
+        Lin {
+            terms: self
+                .terms
+                .iter()
+                .map(|(a, x)| (a.clone(), x.wrapping_mul(c)))
+                .collect(),
+            k: self.k.wrapping_mul(c),
+        }
+    }
+
+    pub fn sub(&self, o: &Lin) -> Lin {
+        self.add(&o.scale(-1))
+    }
+
+    /// The product, when one side is a constant (quasi-affine arithmetic has no other).
+    pub fn mul(&self, o: &Lin) -> Option<Lin> {
+        match (self.as_const(), o.as_const()) {
+            (Some(c), _) => Some(o.scale(c)),
+            (_, Some(c)) => Some(self.scale(c)),
+            _ => None,
+        }
+    }
+
+    pub fn min_with(&self, o: &Lin) -> Lin {
+        match self.sub(o).as_const() {
+            Some(d) if d <= 0 => self.clone(),
+            Some(_) => o.clone(),
+            None if self <= o => Lin::atom(Atom::Min(self.clone(), o.clone())),
+            None => Lin::atom(Atom::Min(o.clone(), self.clone())),
+        }
+    }
+
+    pub fn max_with(&self, o: &Lin) -> Lin {
+        match self.sub(o).as_const() {
+            Some(d) if d >= 0 => self.clone(),
+            Some(_) => o.clone(),
+            None if self <= o => Lin::atom(Atom::Max(self.clone(), o.clone())),
+            None => Lin::atom(Atom::Max(o.clone(), self.clone())),
+        }
+    }
+
+    /// Floor division by a positive constant `d`. The part of the sum whose coefficients `d`
+    /// divides comes out exactly: `(d·t + k) / d == t + k / d`.
+    pub fn div(&self, d: i64) -> Lin {
+        assert!(d > 0, "division by a non-positive constant");
+        if d == 1 {
+            return self.clone();
+        }
+        let (whole, rest): (Vec<_>, Vec<_>) =
+            self.terms.iter().cloned().partition(|t| t.1 % d == 0);
+        let out = Lin {
+            terms: whole.into_iter().map(|(a, c)| (a, c / d)).collect(),
+            k: 0,
+        };
+        if rest.is_empty() {
+            return out.add_k(self.k.div_euclid(d));
+        }
+        // Only the constant's multiple of `d` comes out too: (r + k) / d = (r + k % d) / d + k / d.
+        let inner = Lin {
+            terms: rest,
+            k: self.k.rem_euclid(d),
+        };
+        out.add(&Lin::atom(Atom::Div(inner, d)))
+            .add_k(self.k.div_euclid(d))
+    }
+
+    /// Euclidean remainder by a positive constant `d`.
+    pub fn rem(&self, d: i64) -> Lin {
+        assert!(d > 0, "remainder by a non-positive constant");
+        let rest: Vec<_> = self
+            .terms
+            .iter()
+            .filter(|t| t.1 % d != 0)
+            .map(|(a, c)| (a.clone(), c.rem_euclid(d)))
+            .collect();
+        if rest.is_empty() {
+            return Lin::konst(self.k.rem_euclid(d));
+        }
+        Lin::atom(Atom::Mod(
+            Lin {
+                terms: rest,
+                k: self.k.rem_euclid(d),
+            },
+            d,
+        ))
+    }
+
+    pub fn select(c: &Cond, a: &Lin, b: &Lin) -> Lin {
+        match c {
+            Cond::Const(true) => a.clone(),
+            Cond::Const(false) => b.clone(),
+            _ if a == b => a.clone(),
+            _ => Lin::atom(Atom::Select(Box::new(c.clone()), a.clone(), b.clone())),
+        }
+    }
+
+    /// `ceil(self / d)` for a positive constant `d`.
+    pub fn ceil_div(&self, d: i64) -> Lin {
+        self.add_k(d - 1).div(d)
+    }
+
+    /// Every variable this expression mentions.
+    pub fn vars(&self, out: &mut Vec<VarId>) {
+        for (a, _) in &self.terms {
+            match a {
+                Atom::Var(v) => out.push(*v),
+                Atom::Min(x, y) | Atom::Max(x, y) => {
+                    x.vars(out);
+                    y.vars(out);
+                }
+                Atom::Div(x, _) | Atom::Mod(x, _) => x.vars(out),
+                Atom::Select(c, x, y) => {
+                    c.vars(out);
+                    x.vars(out);
+                    y.vars(out);
+                }
+            }
+        }
+    }
+
+    /// The expression with variables replaced (`f` returns the replacement, or `None` to keep).
+    pub fn subst(&self, f: &dyn Fn(VarId) -> Option<Lin>) -> Lin {
+        let mut out = Lin::konst(self.k);
+        for (a, c) in &self.terms {
+            let t = match a {
+                Atom::Var(v) => f(*v).unwrap_or_else(|| Lin::var(*v)),
+                Atom::Min(x, y) => x.subst(f).min_with(&y.subst(f)),
+                Atom::Max(x, y) => x.subst(f).max_with(&y.subst(f)),
+                Atom::Div(x, d) => x.subst(f).div(*d),
+                Atom::Mod(x, d) => x.subst(f).rem(*d),
+                Atom::Select(k, x, y) => Lin::select(&k.subst(f), &x.subst(f), &y.subst(f)),
+            };
+            out = out.add(&t.scale(*c));
+        }
+        out
+    }
+
+    /// The value under an assignment of every variable it mentions.
+    pub fn eval(&self, env: &dyn Fn(VarId) -> i64) -> i64 {
+        let mut v = self.k;
+        for (a, c) in &self.terms {
+            let x = match a {
+                Atom::Var(u) => env(*u),
+                Atom::Min(x, y) => x.eval(env).min(y.eval(env)),
+                Atom::Max(x, y) => x.eval(env).max(y.eval(env)),
+                Atom::Div(x, d) => x.eval(env).div_euclid(*d),
+                Atom::Mod(x, d) => x.eval(env).rem_euclid(*d),
+                Atom::Select(k, x, y) => {
+                    if k.eval(env) {
+                        x.eval(env)
+                    } else {
+                        y.eval(env)
+                    }
+                }
+            };
+            v = v.wrapping_add(c.wrapping_mul(x));
+        }
+        v
+    }
+}
+
+impl Cond {
+    /// `a < b`.
+    pub fn lt(a: &Lin, b: &Lin) -> Cond {
+        Cond::le(&a.add_k(1), b)
+    }
+
+    /// `a <= b`.
+    pub fn le(a: &Lin, b: &Lin) -> Cond {
+        let d = a.sub(b);
+        match d.as_const() {
+            Some(v) => Cond::Const(v <= 0),
+            None => Cond::Le0(d),
+        }
+    }
+
+    pub fn eq(a: &Lin, b: &Lin) -> Cond {
+        let d = a.sub(b);
+        match d.as_const() {
+            Some(v) => Cond::Const(v == 0),
+            None => Cond::Eq0(d),
+        }
+    }
+
+    pub fn and(a: Cond, b: Cond) -> Cond {
+        match (a, b) {
+            (Cond::Const(false), _) | (_, Cond::Const(false)) => Cond::Const(false),
+            (Cond::Const(true), x) | (x, Cond::Const(true)) => x,
+            (x, y) => Cond::And(Box::new(x), Box::new(y)),
+        }
+    }
+
+    pub fn or(a: Cond, b: Cond) -> Cond {
+        match (a, b) {
+            (Cond::Const(true), _) | (_, Cond::Const(true)) => Cond::Const(true),
+            (Cond::Const(false), x) | (x, Cond::Const(false)) => x,
+            (x, y) => Cond::Or(Box::new(x), Box::new(y)),
+        }
+    }
+
+    #[allow(clippy::should_implement_trait)]
+    pub fn not(a: Cond) -> Cond {
+        match a {
+            Cond::Const(b) => Cond::Const(!b),
+            Cond::Not(x) => *x,
+            x => Cond::Not(Box::new(x)),
+        }
+    }
+
+    fn vars(&self, out: &mut Vec<VarId>) {
+        match self {
+            Cond::Const(_) => {}
+            Cond::Le0(e) | Cond::Eq0(e) => e.vars(out),
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.vars(out);
+                b.vars(out);
+            }
+            Cond::Not(a) => a.vars(out),
+        }
+    }
+
+    pub fn subst(&self, f: &dyn Fn(VarId) -> Option<Lin>) -> Cond {
+        match self {
+            Cond::Const(b) => Cond::Const(*b),
+            Cond::Le0(e) => Cond::le(&e.subst(f), &Lin::konst(0)),
+            Cond::Eq0(e) => Cond::eq(&e.subst(f), &Lin::konst(0)),
+            Cond::And(a, b) => Cond::and(a.subst(f), b.subst(f)),
+            Cond::Or(a, b) => Cond::or(a.subst(f), b.subst(f)),
+            Cond::Not(a) => Cond::not(a.subst(f)),
+        }
+    }
+
+    pub fn eval(&self, env: &dyn Fn(VarId) -> i64) -> bool {
+        match self {
+            Cond::Const(b) => *b,
+            Cond::Le0(e) => e.eval(env) <= 0,
+            Cond::Eq0(e) => e.eval(env) == 0,
+            Cond::And(a, b) => a.eval(env) && b.eval(env),
+            Cond::Or(a, b) => a.eval(env) || b.eval(env),
+            Cond::Not(a) => !a.eval(env),
+        }
+    }
+}
+
+/// An interval end: `None` is infinite (below for a lower end, above for an upper one).
+pub type End = Option<Lin>;
+
+/// What a relaxed variable ranges over.
+#[derive(Clone, Debug)]
+pub struct Range {
+    pub lo: End,
+    pub hi: End,
+}
+
+/// The variables that range over intervals in a bounds query. Ends of a variable's range may
+/// mention other variables of the scope; they are relaxed in turn (ranges never refer back).
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub ranges: HashMap<VarId, Range>,
+}
+
+fn add_ends(a: End, b: End) -> End {
+    Some(a?.add(&b?))
+}
+
+impl Scope {
+    pub fn bind(&mut self, v: VarId, lo: End, hi: End) {
+        self.ranges.insert(v, Range { lo, hi });
+    }
+
+    /// The least value of `e` over the scope.
+    pub fn lower(&self, e: &Lin) -> End {
+        self.bound(e, false)
+    }
+
+    /// The greatest value of `e` over the scope.
+    pub fn upper(&self, e: &Lin) -> End {
+        self.bound(e, true)
+    }
+
+    fn bound(&self, e: &Lin, upper: bool) -> End {
+        let mut out = Some(Lin::konst(e.k));
+        for (a, c) in &e.terms {
+            // A positive coefficient keeps the direction, a negative one turns it.
+            let dir = upper == (*c > 0);
+            let t = self.atom_bound(a, dir)?;
+            out = add_ends(out, Some(t.scale(*c)));
+        }
+        out
+    }
+
+    fn atom_bound(&self, a: &Atom, upper: bool) -> End {
+        match a {
+            Atom::Var(v) => match self.ranges.get(v) {
+                None => Some(Lin::var(*v)),
+                Some(r) => {
+                    let end = if upper { r.hi.as_ref() } else { r.lo.as_ref() };
+                    self.bound(end?, upper)
+                }
+            },
+            Atom::Min(x, y) => {
+                let (bx, by) = (self.bound(x, upper), self.bound(y, upper));
+                match (bx, by) {
+                    (Some(p), Some(q)) => Some(p.min_with(&q)),
+                    // The minimum's upper end is either side's; its lower end needs both.
+                    (Some(p), None) | (None, Some(p)) if upper => Some(p),
+                    _ => None,
+                }
+            }
+            Atom::Max(x, y) => {
+                let (bx, by) = (self.bound(x, upper), self.bound(y, upper));
+                match (bx, by) {
+                    (Some(p), Some(q)) => Some(p.max_with(&q)),
+                    (Some(p), None) | (None, Some(p)) if !upper => Some(p),
+                    _ => None,
+                }
+            }
+            Atom::Div(x, d) => Some(self.bound(x, upper)?.div(*d)),
+            Atom::Mod(x, d) => {
+                // Exact when the operand does not move.
+                let (lo, hi) = (self.bound(x, false), self.bound(x, true));
+                match (lo, hi) {
+                    (Some(l), Some(h)) if l == h => Some(l.rem(*d)),
+                    _ => Some(Lin::konst(if upper { d - 1 } else { 0 })),
+                }
+            }
+            Atom::Select(_, x, y) => {
+                let (bx, by) = (self.bound(x, upper)?, self.bound(y, upper)?);
+                Some(if upper {
+                    bx.max_with(&by)
+                } else {
+                    bx.min_with(&by)
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_simplify() {
+        let t = Lin::var(0);
+        let e = t.scale(8).add_k(5).div(8);
+        assert_eq!(e, t);
+        let m = t.min_with(&t.add_k(3));
+        assert_eq!(m, t);
+        // A fused loop's two coordinates add up again.
+        let f = Lin::var(1);
+        assert_eq!(f.rem(5).add(&f.div(5).scale(5)).add_k(2), f.add_k(2));
+        assert_eq!(t.scale(8).add_k(13).rem(8), Lin::konst(5));
+    }
+
+    #[test]
+    fn relaxation_follows_ranges() {
+        // x = 8·xo + xi with xo in [0, n), xi in [0, 8): x + 1 ranges over [1, 8n].
+        let (xo, xi, n) = (0, 1, 2);
+        let x = Lin::var(xo).scale(8).add(&Lin::var(xi));
+        let mut s = Scope::default();
+        s.bind(xo, Some(Lin::konst(0)), Some(Lin::var(n).add_k(-1)));
+        s.bind(xi, Some(Lin::konst(0)), Some(Lin::konst(7)));
+        assert_eq!(s.lower(&x.add_k(1)), Some(Lin::konst(1)));
+        assert_eq!(s.upper(&x.add_k(1)), Some(Lin::var(n).scale(8)));
+        // -x turns the ends around.
+        assert_eq!(s.upper(&x.scale(-1)), Some(Lin::konst(0)));
+        // An unbounded variable stays unbounded.
+        s.bind(3, None, Some(Lin::konst(255)));
+        assert_eq!(s.lower(&Lin::var(3)), None);
+        let clamped = Lin::var(3)
+            .max_with(&Lin::konst(0))
+            .min_with(&Lin::konst(255));
+        assert_eq!(s.lower(&clamped), Some(Lin::konst(0)));
+        assert_eq!(s.upper(&clamped), Some(Lin::konst(255)));
+    }
+}

@@ -1,0 +1,703 @@
+//! Schedules of pipelines: Halide's directives, recorded per func and per stage, each checked
+//! for its legality rule when it is given (`../shared/reference/halide-formal-semantics.md` §5).
+//! Rules that need the whole loop structure (where `compute_at` may go) are checked by lowering.
+//!
+//! A stage's loops start as its pure variables that appear plainly on the left-hand side (the
+//! first innermost) with its reduction variables inside them (the first innermost), as in Fig. 9.
+//! `split` replaces a loop by an outer and an inner loop, `fuse` two adjacent loops by one,
+//! `reorder` permutes loops; `parallel`, `vectorize` and `unroll` say how a loop runs.
+//!
+//! Legality (the paper's and Halide 21's):
+//! - `split` with `ShiftInwards` or `RoundUp` only on pure stages (they recompute or overcompute
+//!   points, which an update stage's reduction would count twice); factors are positive.
+//! - `fuse` only of two pure or two reduction loops, the outer immediately outside the inner.
+//! - `reorder` never changes the order of two reduction loops.
+//! - `parallel` only on pure loops (separation makes their iterations write disjoint points; a
+//!   reduction loop, even one whose predicate reads the func, would race: the paper's flaw 5).
+//! - outputs are computed at the root; funcs with update stages cannot be inlined.
+
+use crate::ast::{Expr, Pipeline};
+use std::fmt;
+
+/// What a split does with the last, partial tile (Halide's `TailStrategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// Guard every point with `if x < min + extent`.
+    GuardWithIf,
+    /// Shift the last tile inwards so it ends at the last point (recomputes points).
+    ShiftInwards,
+    /// Round the extent up to a multiple of the factor (computes points beyond the region).
+    RoundUp,
+}
+
+/// How a loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopKind {
+    Serial,
+    Parallel,
+    Vectorized,
+    Unrolled,
+}
+
+/// A loop of a stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dim {
+    pub name: String,
+    pub kind: LoopKind,
+    /// A pure loop (a pure variable, or made from pure loops only): Def. 8.3.
+    pub pure: bool,
+}
+
+/// How one variable of a stage became others.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SplitOp {
+    Split {
+        old: String,
+        outer: String,
+        inner: String,
+        factor: i64,
+        tail: Tail,
+    },
+    Fuse {
+        inner: String,
+        outer: String,
+        fused: String,
+    },
+}
+
+/// The loop structure of one stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageSchedule {
+    pub splits: Vec<SplitOp>,
+    /// The loops, innermost first.
+    pub dims: Vec<Dim>,
+}
+
+/// Where a func is computed or stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Substituted into its consumers (Halide's default for pure funcs).
+    Inline,
+    Root,
+    /// At the start of the body of loop `var` of stage `stage` of func `func`.
+    At {
+        func: usize,
+        stage: usize,
+        var: String,
+    },
+}
+
+/// A `bound` directive: the func's region in this dimension is exactly `min .. min + extent`
+/// (`min` left free by `bound_extent`); lowering asserts that it covers what is needed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    pub dim: usize,
+    pub min: Option<Expr>,
+    pub extent: Expr,
+}
+
+/// The schedule of one func.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuncSchedule {
+    pub compute: Level,
+    /// `None`: stored where it is computed.
+    pub store: Option<Level>,
+    pub stages: Vec<StageSchedule>,
+    pub bounds: Vec<Bound>,
+}
+
+/// A whole pipeline's schedule, one entry per func.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    pub funcs: Vec<FuncSchedule>,
+}
+
+/// A rejected directive: which, the rule it breaks, and what would be legal instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirectiveError {
+    pub directive: String,
+    pub rule: &'static str,
+    pub message: String,
+    pub alternatives: Vec<String>,
+}
+
+impl fmt::Display for DirectiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} (rule `{}`)",
+            self.directive, self.message, self.rule
+        )?;
+        if !self.alternatives.is_empty() {
+            write!(f, "; legal: {}", self.alternatives.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DirectiveError {}
+
+type R = Result<(), DirectiveError>;
+
+fn err(directive: String, rule: &'static str, message: String) -> DirectiveError {
+    DirectiveError {
+        directive,
+        rule,
+        message,
+        alternatives: Vec::new(),
+    }
+}
+
+/// The pure variables that appear plainly at their own position on a stage's left-hand side.
+pub fn stage_pure_vars(p: &Pipeline, func: usize, stage: usize) -> Vec<usize> {
+    let f = &p.funcs[func];
+    if stage == 0 {
+        return (0..f.vars.len()).collect();
+    }
+    f.updates[stage - 1]
+        .lhs
+        .iter()
+        .enumerate()
+        .filter(|(k, e)| matches!(e, Expr::Var(v) if v == k))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+impl Schedule {
+    /// The default schedule: every func inlined (Halide's default) except outputs and funcs with
+    /// update stages, which are computed at the root; loops in the order of Fig. 9.
+    pub fn new(p: &Pipeline) -> Schedule {
+        let funcs = p
+            .funcs
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let compute = if p.outputs.contains(&i) || !f.updates.is_empty() {
+                    Level::Root
+                } else {
+                    Level::Inline
+                };
+                let stages = (0..=f.updates.len())
+                    .map(|s| {
+                        let mut dims = Vec::new();
+                        if s > 0 {
+                            for r in &f.updates[s - 1].rdom {
+                                dims.push(Dim {
+                                    name: r.name.clone(),
+                                    kind: LoopKind::Serial,
+                                    pure: false,
+                                });
+                            }
+                        }
+                        for k in stage_pure_vars(p, i, s) {
+                            dims.push(Dim {
+                                name: f.vars[k].clone(),
+                                kind: LoopKind::Serial,
+                                pure: true,
+                            });
+                        }
+                        StageSchedule {
+                            splits: Vec::new(),
+                            dims,
+                        }
+                    })
+                    .collect();
+                FuncSchedule {
+                    compute,
+                    store: None,
+                    stages,
+                    bounds: Vec::new(),
+                }
+            })
+            .collect();
+        Schedule { funcs }
+    }
+}
+
+/// Directives on one func of a schedule, by name (the handle `Schedule::func` gives).
+pub struct FuncHandle<'a> {
+    pub(crate) p: &'a Pipeline,
+    pub(crate) s: &'a mut Schedule,
+    pub(crate) func: usize,
+    pub(crate) stage: usize,
+}
+
+impl Schedule {
+    /// Directives on func `name`'s pure stage (`.update(k)` for update stage `k`).
+    pub fn func<'a>(
+        &'a mut self,
+        p: &'a Pipeline,
+        name: &str,
+    ) -> Result<FuncHandle<'a>, DirectiveError> {
+        let func = p.funcs.iter().position(|f| f.name == name).ok_or_else(|| {
+            err(
+                format!("func `{name}`"),
+                "name",
+                format!("no func `{name}` in pipeline `{}`", p.name),
+            )
+        })?;
+        Ok(FuncHandle {
+            p,
+            s: self,
+            func,
+            stage: 0,
+        })
+    }
+}
+
+impl FuncHandle<'_> {
+    fn fname(&self) -> &str {
+        &self.p.funcs[self.func].name
+    }
+
+    fn stage_name(&self) -> String {
+        if self.stage == 0 {
+            self.fname().to_string()
+        } else {
+            format!("{}.update({})", self.fname(), self.stage - 1)
+        }
+    }
+
+    fn stage_mut(&mut self) -> &mut StageSchedule {
+        &mut self.s.funcs[self.func].stages[self.stage]
+    }
+
+    fn dim_index(&self, directive: &str, name: &str) -> Result<usize, DirectiveError> {
+        let dims = &self.s.funcs[self.func].stages[self.stage].dims;
+        dims.iter()
+            .position(|d| d.name == name)
+            .ok_or_else(|| DirectiveError {
+                directive: directive.to_string(),
+                rule: "name",
+                message: format!("`{}` has no loop `{name}`", self.stage_name()),
+                alternatives: dims.iter().rev().map(|d| d.name.clone()).collect(),
+            })
+    }
+
+    /// A name for a new loop must not be any variable the stage has or had.
+    fn fresh(&self, directive: &str, name: &str) -> R {
+        let f = &self.p.funcs[self.func];
+        let st = &self.s.funcs[self.func].stages[self.stage];
+        let taken = f.vars.iter().any(|v| v == name)
+            || (self.stage > 0
+                && f.updates[self.stage - 1]
+                    .rdom
+                    .iter()
+                    .any(|r| r.name == name))
+            || st.dims.iter().any(|d| d.name == name)
+            || st.splits.iter().any(|s| match s {
+                SplitOp::Split {
+                    old, outer, inner, ..
+                } => old == name || outer == name || inner == name,
+                SplitOp::Fuse {
+                    inner,
+                    outer,
+                    fused,
+                } => inner == name || outer == name || fused == name,
+            });
+        if taken || name.is_empty() {
+            return Err(err(
+                directive.to_string(),
+                "fresh",
+                format!("`{name}` is already a variable of `{}`", self.stage_name()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The stage's loops as they stand, innermost first.
+    pub fn dims(&self) -> &[Dim] {
+        &self.s.funcs[self.func].stages[self.stage].dims
+    }
+
+    /// The whole schedule.
+    pub fn schedule(&self) -> &Schedule {
+        self.s
+    }
+
+    /// Switch to update stage `k` (0-based) of this func.
+    pub fn update(mut self, k: usize) -> Result<Self, DirectiveError> {
+        let n = self.p.funcs[self.func].updates.len();
+        if k >= n {
+            return Err(err(
+                format!("{}.update({k})", self.fname()),
+                "name",
+                format!("`{}` has {n} update stages", self.fname()),
+            ));
+        }
+        self.stage = k + 1;
+        Ok(self)
+    }
+
+    /// `split(old, outer, inner, factor, tail)`.
+    pub fn split(
+        &mut self,
+        old: &str,
+        outer: &str,
+        inner: &str,
+        factor: i64,
+        tail: Tail,
+    ) -> Result<&mut Self, DirectiveError> {
+        let d = format!(
+            "{}.split({old}, {outer}, {inner}, {factor}, {tail:?})",
+            self.stage_name()
+        );
+        let at = self.dim_index(&d, old)?;
+        if factor <= 0 || factor > i32::MAX as i64 {
+            return Err(err(
+                d,
+                "split",
+                format!("the factor {factor} must be positive"),
+            ));
+        }
+        if tail != Tail::GuardWithIf && self.stage > 0 {
+            return Err(DirectiveError {
+                directive: d,
+                rule: "split-tail",
+                message: format!(
+                    "{tail:?} recomputes or overcomputes points, which is legal on pure stages only and `{}` is an update stage",
+                    self.stage_name()
+                ),
+                alternatives: vec!["GuardWithIf".into()],
+            });
+        }
+        if outer == inner {
+            return Err(err(
+                d,
+                "fresh",
+                format!("the two new loops are both `{outer}`"),
+            ));
+        }
+        for n in [outer, inner] {
+            if n != old {
+                self.fresh(&d, n)?;
+            }
+        }
+        let st = self.stage_mut();
+        let old_dim = st.dims[at].clone();
+        st.splits.push(SplitOp::Split {
+            old: old.into(),
+            outer: outer.into(),
+            inner: inner.into(),
+            factor,
+            tail,
+        });
+        st.dims[at] = Dim {
+            name: inner.into(),
+            kind: LoopKind::Serial,
+            pure: old_dim.pure,
+        };
+        st.dims.insert(
+            at + 1,
+            Dim {
+                name: outer.into(),
+                kind: old_dim.kind,
+                pure: old_dim.pure,
+            },
+        );
+        Ok(self)
+    }
+
+    /// `fuse(inner, outer, fused)`: `outer` must be the loop immediately outside `inner`.
+    pub fn fuse(
+        &mut self,
+        inner: &str,
+        outer: &str,
+        fused: &str,
+    ) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.fuse({inner}, {outer}, {fused})", self.stage_name());
+        let i = self.dim_index(&d, inner)?;
+        let o = self.dim_index(&d, outer)?;
+        let dims = &self.s.funcs[self.func].stages[self.stage].dims;
+        if o != i + 1 {
+            let mut alt = Vec::new();
+            if let Some(n) = dims.get(i + 1) {
+                alt.push(format!("fuse({inner}, {}, {fused})", n.name));
+            }
+            return Err(DirectiveError {
+                directive: d,
+                rule: "fuse-adjacent",
+                message: format!("`{outer}` is not the loop immediately outside `{inner}`"),
+                alternatives: alt,
+            });
+        }
+        if dims[i].pure != dims[o].pure {
+            return Err(err(
+                d,
+                "fuse-purity",
+                "one loop is pure and the other a reduction loop; only two pure or two reduction loops fuse".into(),
+            ));
+        }
+        self.fresh(&d, fused)?;
+        let pure = dims[i].pure;
+        let st = self.stage_mut();
+        st.splits.push(SplitOp::Fuse {
+            inner: inner.into(),
+            outer: outer.into(),
+            fused: fused.into(),
+        });
+        st.dims.remove(o);
+        st.dims[i] = Dim {
+            name: fused.into(),
+            kind: LoopKind::Serial,
+            pure,
+        };
+        Ok(self)
+    }
+
+    /// `reorder(v1, v2, ...)`, innermost first: these loops take the positions they held, in
+    /// this order.
+    pub fn reorder(&mut self, vars: &[&str]) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.reorder({})", self.stage_name(), vars.join(", "));
+        let mut at = Vec::new();
+        for v in vars {
+            let k = self.dim_index(&d, v)?;
+            if at.contains(&k) {
+                return Err(err(d, "name", format!("`{v}` is named twice")));
+            }
+            at.push(k);
+        }
+        let dims = self.s.funcs[self.func].stages[self.stage].dims.clone();
+        let mut slots = at.clone();
+        slots.sort_unstable();
+        let mut new = dims.clone();
+        for (slot, &from) in slots.iter().zip(&at) {
+            new[*slot] = dims[from].clone();
+        }
+        let order = |ds: &[Dim]| -> Vec<String> {
+            ds.iter()
+                .filter(|x| !x.pure)
+                .map(|x| x.name.clone())
+                .collect()
+        };
+        if order(&new) != order(&dims) {
+            let keep = order(&dims);
+            return Err(DirectiveError {
+                directive: d,
+                rule: "reorder-reduction",
+                message: "it changes the order of reduction loops, which changes the order the reduction visits its domain".into(),
+                alternatives: vec![format!(
+                    "any order that keeps the reduction loops {} innermost to outermost",
+                    keep.join(", ")
+                )],
+            });
+        }
+        self.stage_mut().dims = new;
+        Ok(self)
+    }
+
+    fn set_kind(&mut self, directive: String, var: &str, kind: LoopKind) -> R {
+        let k = self.dim_index(&directive, var)?;
+        if kind == LoopKind::Parallel && !self.s.funcs[self.func].stages[self.stage].dims[k].pure {
+            let alts = self.s.funcs[self.func].stages[self.stage]
+                .dims
+                .iter()
+                .filter(|x| x.pure)
+                .map(|x| x.name.clone())
+                .collect();
+            return Err(DirectiveError {
+                directive,
+                rule: "parallel-pure",
+                message: format!(
+                    "`{var}` is a reduction loop: its iterations may write the same point (or read what another wrote through a `where` predicate), so they race"
+                ),
+                alternatives: alts,
+            });
+        }
+        self.stage_mut().dims[k].kind = kind;
+        Ok(())
+    }
+
+    /// `parallel(var)`.
+    pub fn parallel(&mut self, var: &str) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.parallel({var})", self.stage_name());
+        self.set_kind(d, var, LoopKind::Parallel)?;
+        Ok(self)
+    }
+
+    /// The tail a split by `vectorize`/`unroll` with a factor uses: Halide's `Auto`
+    /// (`ShiftInwards` on pure stages, `GuardWithIf` on update stages).
+    fn auto_tail(&self) -> Tail {
+        if self.stage == 0 {
+            Tail::ShiftInwards
+        } else {
+            Tail::GuardWithIf
+        }
+    }
+
+    /// `vectorize(var)`: the loop must have a constant extent (checked by lowering).
+    pub fn vectorize(&mut self, var: &str) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.vectorize({var})", self.stage_name());
+        self.set_kind(d, var, LoopKind::Vectorized)?;
+        Ok(self)
+    }
+
+    /// `vectorize(var, width)`: split by `width` (inner loop `var_v`) and vectorize the inner.
+    pub fn vectorize_by(&mut self, var: &str, width: i64) -> Result<&mut Self, DirectiveError> {
+        let inner = format!("{var}_v");
+        let tail = self.auto_tail();
+        self.split(var, var, &inner, width, tail)?;
+        self.vectorize(&inner)
+    }
+
+    /// `unroll(var)`: the loop must have a constant extent (checked by lowering).
+    pub fn unroll(&mut self, var: &str) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.unroll({var})", self.stage_name());
+        self.set_kind(d, var, LoopKind::Unrolled)?;
+        Ok(self)
+    }
+
+    /// `unroll(var, factor)`: split by `factor` (inner loop `var_u`) and unroll the inner.
+    pub fn unroll_by(&mut self, var: &str, factor: i64) -> Result<&mut Self, DirectiveError> {
+        let inner = format!("{var}_u");
+        let tail = self.auto_tail();
+        self.split(var, var, &inner, factor, tail)?;
+        self.unroll(&inner)
+    }
+
+    /// `tile(x, y, xo, yo, xi, yi, fx, fy, tail)`: split both and order `xi, yi, xo, yo`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tile(
+        &mut self,
+        x: &str,
+        y: &str,
+        xo: &str,
+        yo: &str,
+        xi: &str,
+        yi: &str,
+        fx: i64,
+        fy: i64,
+        tail: Tail,
+    ) -> Result<&mut Self, DirectiveError> {
+        self.split(x, xo, xi, fx, tail)?;
+        self.split(y, yo, yi, fy, tail)?;
+        self.reorder(&[xi, yi, xo, yo])
+    }
+
+    fn level_of(
+        &self,
+        directive: &str,
+        func: &str,
+        var: Option<&str>,
+    ) -> Result<Level, DirectiveError> {
+        let c = self
+            .p
+            .funcs
+            .iter()
+            .position(|f| f.name == func)
+            .ok_or_else(|| err(directive.to_string(), "name", format!("no func `{func}`")))?;
+        let Some(var) = var else {
+            return Ok(Level::Root);
+        };
+        // Halide's `LoopLevel(f, var)` names a loop of f's last stage.
+        let stage = self.p.funcs[c].updates.len();
+        Ok(Level::At {
+            func: c,
+            stage,
+            var: var.to_string(),
+        })
+    }
+
+    fn check_computable(&self, d: &str) -> R {
+        if self.p.outputs.contains(&self.func) {
+            return Err(err(
+                d.to_string(),
+                "output-root",
+                format!(
+                    "`{}` is an output, which is computed at the root",
+                    self.fname()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `compute_root()`.
+    pub fn compute_root(&mut self) -> Result<&mut Self, DirectiveError> {
+        self.s.funcs[self.func].compute = Level::Root;
+        Ok(self)
+    }
+
+    /// `compute_at(consumer, var)`: where is checked by lowering, which knows every access.
+    pub fn compute_at(&mut self, consumer: &str, var: &str) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.compute_at({consumer}, {var})", self.fname());
+        self.check_computable(&d)?;
+        let level = self.level_of(&d, consumer, Some(var))?;
+        self.s.funcs[self.func].compute = level;
+        Ok(self)
+    }
+
+    /// `compute_inline()`: substitute the definition into every consumer.
+    pub fn compute_inline(&mut self) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.compute_inline()", self.fname());
+        self.check_computable(&d)?;
+        if !self.p.funcs[self.func].updates.is_empty() {
+            return Err(DirectiveError {
+                directive: d,
+                rule: "inline-pure",
+                message: format!(
+                    "`{}` has update stages, so it has no single expression to substitute",
+                    self.fname()
+                ),
+                alternatives: vec!["compute_root()".into(), "compute_at(..)".into()],
+            });
+        }
+        self.s.funcs[self.func].compute = Level::Inline;
+        Ok(self)
+    }
+
+    /// `store_root()`.
+    pub fn store_root(&mut self) -> Result<&mut Self, DirectiveError> {
+        self.s.funcs[self.func].store = Some(Level::Root);
+        Ok(self)
+    }
+
+    /// `store_at(consumer, var)`.
+    pub fn store_at(&mut self, consumer: &str, var: &str) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.store_at({consumer}, {var})", self.fname());
+        self.check_computable(&d)?;
+        let level = self.level_of(&d, consumer, Some(var))?;
+        self.s.funcs[self.func].store = Some(level);
+        Ok(self)
+    }
+
+    /// `bound(var, min, extent)`.
+    pub fn bound(
+        &mut self,
+        var: &str,
+        min: Expr,
+        extent: Expr,
+    ) -> Result<&mut Self, DirectiveError> {
+        let dim = self.pure_dim(&format!("{}.bound({var}, ..)", self.fname()), var)?;
+        self.s.funcs[self.func].bounds.push(Bound {
+            dim,
+            min: Some(min),
+            extent,
+        });
+        Ok(self)
+    }
+
+    /// `bound_extent(var, extent)`.
+    pub fn bound_extent(&mut self, var: &str, extent: Expr) -> Result<&mut Self, DirectiveError> {
+        let dim = self.pure_dim(&format!("{}.bound_extent({var}, ..)", self.fname()), var)?;
+        self.s.funcs[self.func].bounds.push(Bound {
+            dim,
+            min: None,
+            extent,
+        });
+        Ok(self)
+    }
+
+    fn pure_dim(&self, d: &str, var: &str) -> Result<usize, DirectiveError> {
+        let f = &self.p.funcs[self.func];
+        f.vars
+            .iter()
+            .position(|v| v == var)
+            .ok_or_else(|| DirectiveError {
+                directive: d.to_string(),
+                rule: "name",
+                message: format!("`{var}` is not a pure variable of `{}`", f.name),
+                alternatives: f.vars.clone(),
+            })
+    }
+}

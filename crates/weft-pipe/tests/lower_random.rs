@@ -1,0 +1,420 @@
+//! Differential test of lowering: random valid pipelines (stencils, up- and down-sampling,
+//! update stages with reduction domains, predicates, self-reads, several outputs) × random
+//! schedules (splits with every tail, reorders, fuses, parallel, vectorize, unroll, compute and
+//! store levels) × random windows. Every lowered proc must pass the proc checker, and in the proc
+//! interpreter either equal the pipeline interpreter on every point where the reference has a
+//! value, or stop at a named precondition. `WEFT_PIPE_CASES` sets the number of pipelines.
+
+use std::sync::Arc;
+use weft_interp::{ArgValue, Buffer, ConfigState, Scalar};
+use weft_ir::{BinOp, DType, Memory};
+use weft_pipe::ast::{Expr, Func, Input, Param, Pipeline, RDim, Update};
+use weft_pipe::interp::{realize, Args, InputBuffer};
+use weft_pipe::lower::lower;
+use weft_pipe::schedule::{Schedule, Tail};
+
+fn dram() -> Arc<Memory> {
+    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % (hi - lo + 1) as u64) as i64
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+fn int(v: i64) -> Expr {
+    Expr::int(v as i32)
+}
+
+fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    Expr::binary(op, a, b)
+}
+
+/// A coordinate of dimension `d` for a read: the variable with a small offset, sometimes scaled.
+fn coord(r: &mut Rng, var: Expr, scaled: &mut bool) -> Expr {
+    let base = match r.below(10) {
+        0 if !*scaled => {
+            *scaled = true;
+            bin(BinOp::Div, var, int(2))
+        }
+        1 if !*scaled => {
+            *scaled = true;
+            bin(BinOp::Mul, var, int(2))
+        }
+        2 => bin(
+            BinOp::Max,
+            bin(BinOp::Min, var, int(r.range(2, 6))),
+            int(r.range(-3, 0)),
+        ),
+        _ => var,
+    };
+    match r.range(-2, 2) {
+        0 => base,
+        d => bin(BinOp::Add, base, int(d)),
+    }
+}
+
+/// A value of func `f` (which may read funcs `0..f` and the input) at coordinates `vars`.
+fn value(r: &mut Rng, f: usize, vars: &[Expr], depth: u32, scaled: &mut bool) -> Expr {
+    if depth == 0 || r.chance(25) {
+        return match r.below(6) {
+            0 => int(r.range(-5, 5)),
+            1 => vars[r.below(vars.len())].clone(),
+            2 if f > 0 => {
+                let g = r.below(f);
+                Expr::call(
+                    g,
+                    vars.iter().map(|v| coord(r, v.clone(), scaled)).collect(),
+                )
+            }
+            _ => Expr::input(
+                0,
+                vars.iter().map(|v| coord(r, v.clone(), scaled)).collect(),
+            ),
+        };
+    }
+    let a = value(r, f, vars, depth - 1, scaled);
+    let b = value(r, f, vars, depth - 1, scaled);
+    match r.below(8) {
+        0 => bin(BinOp::Sub, a, b),
+        1 => bin(BinOp::Mul, a, b),
+        2 => bin(BinOp::Div, a, b),
+        3 => bin(BinOp::Min, a, b),
+        4 => bin(BinOp::Max, a, b),
+        5 => Expr::select(bin(BinOp::Lt, a.clone(), b.clone()), a, b),
+        _ => bin(BinOp::Add, a, b),
+    }
+}
+
+/// A random valid pipeline of rank 1 or 2 over one i32 input and an i32 parameter `n`.
+fn pipeline(r: &mut Rng) -> Pipeline {
+    let rank = 1 + r.below(2);
+    let nfuncs = 1 + r.below(4);
+    let mut funcs = Vec::new();
+    let vars: Vec<Expr> = (0..rank).map(Expr::Var).collect();
+    for f in 0..nfuncs {
+        let mut scaled = false;
+        let pure = value(r, f, &vars, 2, &mut scaled);
+        let mut updates = Vec::new();
+        if r.chance(35) {
+            let extent = if r.chance(30) {
+                Expr::Param(0)
+            } else {
+                int(r.range(0, 3))
+            };
+            let rdom = vec![RDim {
+                name: "r".into(),
+                min: int(r.range(-2, 2)),
+                extent,
+            }];
+            let me = |c: Vec<Expr>| Expr::call(f, c);
+            // Either a pure update that sums over r, or one that writes the points r.
+            if rank == 1 && r.chance(40) {
+                let lhs = vec![Expr::RVar(0)];
+                let prev = me(vec![bin(BinOp::Sub, Expr::RVar(0), int(1))]);
+                let val = bin(BinOp::Add, prev, Expr::input(0, vec![Expr::RVar(0)]));
+                updates.push(Update {
+                    rdom,
+                    wheres: vec![],
+                    lhs,
+                    value: val,
+                });
+            } else {
+                let mut c: Vec<Expr> = vars.clone();
+                c[0] = bin(BinOp::Add, vars[0].clone(), Expr::RVar(0));
+                let read = Expr::input(0, c);
+                let val = bin(BinOp::Add, me(vars.clone()), read);
+                let wheres = match r.below(3) {
+                    0 => vec![bin(BinOp::Lt, Expr::RVar(0), vars[0].clone())],
+                    1 => vec![bin(
+                        BinOp::Gt,
+                        Expr::input(0, vec![Expr::RVar(0); rank]),
+                        int(0),
+                    )],
+                    _ => vec![],
+                };
+                updates.push(Update {
+                    rdom,
+                    wheres,
+                    lhs: vars.clone(),
+                    value: val,
+                });
+            }
+        }
+        funcs.push(Func {
+            name: format!("f{f}"),
+            vars: ["x", "y"][..rank].iter().map(|s| s.to_string()).collect(),
+            ty: DType::I32,
+            pure,
+            updates,
+        });
+    }
+    let mut outputs = vec![nfuncs - 1];
+    if nfuncs > 1 && r.chance(20) {
+        outputs.push(r.below(nfuncs - 1));
+    }
+    Pipeline {
+        name: "p".into(),
+        params: vec![Param {
+            name: "n".into(),
+            ty: DType::I32,
+        }],
+        inputs: vec![Input {
+            name: "input".into(),
+            elem: DType::I32,
+            rank,
+        }],
+        funcs,
+        outputs,
+    }
+}
+
+/// A random schedule; directives the legality rules reject are left out.
+fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
+    let mut s = Schedule::new(p);
+    let n = p.funcs.len();
+    for f in 0..n {
+        let name = p.funcs[f].name.clone();
+        for stage in 0..=p.funcs[f].updates.len() {
+            let dims: Vec<String> = s.funcs[f].stages[stage]
+                .dims
+                .iter()
+                .map(|d| d.name.clone())
+                .collect();
+            let mut h = s.func(p, &name).unwrap();
+            if stage > 0 {
+                h = h.update(stage - 1).unwrap();
+            }
+            let mut fresh = 0;
+            for _ in 0..r.below(3) {
+                let old = &dims[r.below(dims.len())];
+                fresh += 1;
+                let tail = [Tail::GuardWithIf, Tail::ShiftInwards, Tail::RoundUp][r.below(3)];
+                let (o, i) = (format!("{old}o{fresh}"), format!("{old}i{fresh}"));
+                if h.split(old, &o, &i, r.range(1, 5), tail).is_ok() {
+                    match r.below(5) {
+                        0 => {
+                            let _ = h.vectorize(&i);
+                        }
+                        1 => {
+                            let _ = h.unroll(&i);
+                        }
+                        2 => {
+                            let _ = h.parallel(&o);
+                        }
+                        // The checker cannot follow a fused shifted tile (see `lower`).
+                        3 if tail != Tail::ShiftInwards => {
+                            let _ = h.fuse(&i, &o, &format!("{old}f{fresh}"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let cur: Vec<String> = h.s_dims();
+            if cur.len() > 1 && r.chance(50) {
+                let mut perm: Vec<&str> = cur.iter().map(|s| s.as_str()).collect();
+                for k in (1..perm.len()).rev() {
+                    perm.swap(k, r.below(k + 1));
+                }
+                let _ = h.reorder(&perm);
+            }
+            if r.chance(20) {
+                let d = &cur[r.below(cur.len())];
+                let _ = h.parallel(d);
+            }
+        }
+    }
+    // Compute levels, consumers first: the root, inline, or a loop of a later func.
+    for f in (0..n).rev() {
+        if p.outputs.contains(&f) {
+            continue;
+        }
+        let name = p.funcs[f].name.clone();
+        let mut h = s.func(p, &name).unwrap();
+        match r.below(4) {
+            0 => {
+                let _ = h.compute_inline();
+            }
+            1 => {
+                let _ = h.compute_root();
+            }
+            _ => {
+                let c = f + 1 + r.below(n - f - 1);
+                let last = p.funcs[c].updates.len();
+                let loops: Vec<String> = h.s_loops(c, last);
+                if !loops.is_empty() {
+                    let v = loops[r.below(loops.len())].clone();
+                    let cname = p.funcs[c].name.clone();
+                    let _ = h.compute_at(&cname, &v);
+                    if r.chance(40) {
+                        let v2 = loops[r.below(loops.len())].clone();
+                        let _ = h.store_at(&cname, &v2);
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+trait Peek {
+    fn s_dims(&self) -> Vec<String>;
+    fn s_loops(&self, func: usize, stage: usize) -> Vec<String>;
+}
+
+impl Peek for weft_pipe::schedule::FuncHandle<'_> {
+    fn s_dims(&self) -> Vec<String> {
+        self.dims().iter().map(|d| d.name.clone()).collect()
+    }
+    fn s_loops(&self, func: usize, stage: usize) -> Vec<String> {
+        self.schedule().funcs[func].stages[stage]
+            .dims
+            .iter()
+            .map(|d| d.name.clone())
+            .collect()
+    }
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    pipelines: usize,
+    lowered: usize,
+    rejected: usize,
+    matched: usize,
+    asserted: usize,
+    rules: std::collections::BTreeMap<&'static str, usize>,
+}
+
+fn run_case(p: &Pipeline, s: &Schedule, r: &mut Rng, t: &mut Tally) {
+    let lowered = match lower(p, s, &dram()) {
+        Ok(l) => l,
+        Err(e) => {
+            // Only the rules that depend on the whole structure may reject here.
+            assert!(
+                matches!(
+                    e.rule,
+                    "compute-at" | "store-at" | "constant-extent" | "fuse" | "bounds" | "affine"
+                ),
+                "unexpected rejection {e}\n{p:#?}\n{s:#?}"
+            );
+            t.rejected += 1;
+            *t.rules.entry(e.rule).or_default() += 1;
+            if std::env::var("WEFT_PIPE_SHOW").is_ok() {
+                eprintln!("rejected: {e}\n{p:?}\n{s:?}");
+            }
+            return;
+        }
+    };
+    t.lowered += 1;
+    let proc = &lowered.proc;
+    if let Err(d) = weft_check::check_proc(proc) {
+        panic!("the lowered proc does not check: {d:#?}\n{proc}\n{p:#?}\n{s:#?}");
+    }
+    let rank = p.inputs[0].rank;
+    let n = r.range(-1, 4);
+    for _ in 0..2 {
+        let window: Vec<(i64, i64)> = (0..rank).map(|_| (r.range(-4, 4), r.range(1, 7))).collect();
+        let region: Vec<(i64, i64)> = window.iter().map(|&(m, e)| (m - 24, e + 48)).collect();
+        let len: i64 = region.iter().map(|x| x.1).product();
+        let data: Vec<Scalar> = (0..len)
+            .map(|_| Scalar::I32(r.range(-9, 9) as i32))
+            .collect();
+        let mut args = vec![ArgValue::Int(n)];
+        for &(m, e) in &region {
+            args.push(ArgValue::Int(m));
+            args.push(ArgValue::Int(e));
+        }
+        let shape: Vec<usize> = region.iter().rev().map(|x| x.1 as usize).collect();
+        args.push(ArgValue::Buf(Buffer::from_scalars(
+            DType::I32,
+            shape,
+            data.clone(),
+        )));
+        for _ in &p.outputs {
+            for &(m, e) in &window {
+                args.push(ArgValue::Int(m));
+                args.push(ArgValue::Int(e));
+            }
+            let shape: Vec<usize> = window.iter().rev().map(|x| x.1 as usize).collect();
+            args.push(ArgValue::Buf(Buffer::new_uninit(DType::I32, shape)));
+        }
+        if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
+            assert!(
+                e.message.contains("precondition"),
+                "the lowered proc failed: {e}\n{proc}"
+            );
+            t.asserted += 1;
+            if std::env::var("WEFT_PIPE_SHOW").is_ok() {
+                eprintln!("asserted: {}", e.message);
+            }
+            continue;
+        }
+        let reference = Args {
+            params: vec![Scalar::I32(n as i32)],
+            inputs: vec![InputBuffer { region, data }],
+        };
+        let per = 2 * rank + 1;
+        let first = args.len() - per * p.outputs.len();
+        for (k, &o) in p.outputs.iter().enumerate() {
+            let got = args[first + k * per + 2 * rank].as_buffer().unwrap();
+            let want = realize(p, &reference, o, &window).unwrap();
+            for (i, (g, w)) in got.data.iter().zip(&want).enumerate() {
+                if let Ok(w) = w {
+                    assert_eq!(
+                        *g,
+                        Some(*w),
+                        "point {i} of `{}` on {window:?} (n = {n}) differs\n{proc}\n{p:#?}\n{s:#?}",
+                        p.funcs[o].name
+                    );
+                }
+            }
+        }
+        t.matched += 1;
+    }
+}
+
+#[test]
+fn random_pipelines_and_schedules_match_the_reference() {
+    let cases: usize = std::env::var("WEFT_PIPE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut t = Tally::default();
+    let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..cases {
+        let p = pipeline(&mut r);
+        if weft_pipe::validate::validate(&p).is_err() {
+            continue;
+        }
+        t.pipelines += 1;
+        for k in 0..3 {
+            let s = if k == 0 {
+                Schedule::new(&p)
+            } else {
+                schedule(&mut r, &p)
+            };
+            run_case(&p, &s, &mut r, &mut t);
+        }
+    }
+    eprintln!("{t:?}");
+    assert!(t.pipelines * 2 >= cases, "{t:?}");
+    assert!(t.matched * 2 >= t.lowered, "too few runs matched: {t:?}");
+}

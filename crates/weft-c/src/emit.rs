@@ -313,6 +313,9 @@ pub struct ProcCx<'u> {
     /// What the emitted code turned out to need (see [`ProcAbi`]).
     pub abi: ProcAbi,
     par_exits: Vec<ParExit>,
+    /// Offsets of the accesses of the innermost loop being emitted, hoisted out of it (keyed by
+    /// the address of the access's index list): see [`ProcCx::hoist_offsets`].
+    hoisted: HashMap<usize, String>,
 }
 
 impl<'u> ProcCx<'u> {
@@ -327,6 +330,7 @@ impl<'u> ProcCx<'u> {
             proc_name: proc_name.to_string(),
             abi: ProcAbi::default(),
             par_exits: Vec::new(),
+            hoisted: HashMap::new(),
         }
     }
 
@@ -475,6 +479,9 @@ impl<'u> ProcCx<'u> {
 
     /// The linear offset of `idx` in a view.
     fn offset(&mut self, v: &BufView, idx: &[Expr], span: Span) -> Result<String, Diagnostic> {
+        if let Some(h) = self.hoisted.get(&(idx.as_ptr() as usize)) {
+            return Ok(h.clone());
+        }
         if idx.len() != v.strides.len() {
             return Err(unsupported(
                 span,
@@ -540,6 +547,143 @@ impl<'u> ProcCx<'u> {
         } else {
             terms.join(" + ")
         })
+    }
+
+    /// Hoist the loop-invariant part of the offsets of an innermost loop's accesses: before
+    /// `for (v = lo; v < hi; v++)` whose body only assigns (under `if`s), each access of a dense
+    /// buffer whose last index is `v + rest` (and whose other indices do not mention `v`) gets
+    /// `const int64_t t = lo < hi ? offset(v = lo) : 0;` and is written `t + (v - lo)`. The C
+    /// compiler then sees unit-stride accesses from an invariant base, which it vectorizes; with
+    /// the offset inline, a `min` in it (a shifted tile) defeats its address analysis. The base
+    /// is computed only when the loop runs, at its first iteration, where the checker proved the
+    /// offset's arithmetic fits. Returns the declarations to emit before the loop.
+    fn hoist_offsets(
+        &mut self,
+        body: &[Stmt],
+        var: &str,
+        lo: &str,
+        hi: &str,
+    ) -> Result<Vec<String>, Diagnostic> {
+        fn simple(b: &[Stmt]) -> bool {
+            b.iter().all(|s| match &s.kind {
+                StmtKind::Assign { .. } | StmtKind::Reduce { .. } | StmtKind::Pass => true,
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => simple(then_body) && simple(else_body),
+                _ => false,
+            })
+        }
+        if !simple(body) {
+            return Ok(Vec::new());
+        }
+        let mut accesses: Vec<(Sym, &[Expr], Span)> = Vec::new();
+        fn reads<'e>(e: &'e Expr, out: &mut Vec<(Sym, &'e [Expr], Span)>) {
+            if let ExprKind::Read { buf, idx } = &e.kind {
+                out.push((buf.clone(), idx.as_slice(), e.span));
+            }
+            weft_ir::visit::for_each_child(&e.kind, |c| reads(c, out));
+        }
+        fn walk<'e>(b: &'e [Stmt], out: &mut Vec<(Sym, &'e [Expr], Span)>) {
+            for s in b {
+                match &s.kind {
+                    StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
+                        out.push((buf.clone(), idx.as_slice(), s.span));
+                        idx.iter().for_each(|i| reads(i, out));
+                        reads(rhs, out);
+                    }
+                    StmtKind::If {
+                        cond,
+                        then_body,
+                        else_body,
+                    } => {
+                        reads(cond, out);
+                        walk(then_body, out);
+                        walk(else_body, out);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(body, &mut accesses);
+        let mentions = |text: &str| {
+            text.match_indices(var).any(|(at, _)| {
+                let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                let before = text[..at].chars().next_back().is_some_and(ident);
+                let after = text[at + var.len()..].chars().next().is_some_and(ident);
+                !before && !after
+            })
+        };
+        let mut decls = Vec::new();
+        for (buf, idx, span) in accesses {
+            let key = idx.as_ptr() as usize;
+            if self.hoisted.contains_key(&key) {
+                continue;
+            }
+            let Ok(v) = self.view(&buf, span) else {
+                continue;
+            };
+            let (Some(shape), Some((last, init))) = (&v.dense_shape, idx.split_last()) else {
+                continue;
+            };
+            if !v.mem.addressable {
+                continue;
+            }
+            let mut acc = "0".to_string();
+            let mut ok = true;
+            for (k, i) in init.iter().enumerate() {
+                let t = self.ctrl_expr(i)?;
+                if mentions(&t) {
+                    ok = false;
+                    break;
+                }
+                acc = if acc == "0" {
+                    format!("({t})")
+                } else {
+                    format!("({} + ({t}))", mul_c(&acc, &shape[k]))
+                };
+            }
+            let mut terms = Vec::new();
+            self.sum_terms(last, false, &mut terms)?;
+            let at: Vec<usize> = (0..terms.len())
+                .filter(|&k| mentions(&terms[k].1))
+                .collect();
+            if !ok || at.len() != 1 || terms[at[0]] != (false, var.to_string()) {
+                continue;
+            }
+            let mut text = if acc == "0" {
+                String::new()
+            } else {
+                mul_c(&acc, &shape[init.len()])
+            };
+            for (k, (negative, t)) in terms.iter().enumerate() {
+                let t = if k == at[0] { lo } else { t.as_str() };
+                if t == "0" {
+                    continue;
+                }
+                text = match (text.is_empty(), negative) {
+                    (true, false) => t.to_string(),
+                    (true, true) => format!("-{t}"),
+                    (false, false) => format!("{text} + {t}"),
+                    (false, true) => format!("{text} - {t}"),
+                };
+            }
+            if text.is_empty() {
+                text = "0".to_string();
+            }
+            let base = self.tmp("base");
+            decls.push(format!(
+                "const int64_t {base} = {lo} < {hi} ? ({text}) : 0;"
+            ));
+            let offset = if lo == "0" {
+                format!("{base} + {var}")
+            } else {
+                format!("{base} + ({var} - {lo})")
+            };
+            self.hoisted.insert(key, offset);
+        }
+        Ok(decls)
     }
 
     /// The addends of a control expression, each with its sign, flattening `+` and `-`.
@@ -770,6 +914,13 @@ impl<'u> ProcCx<'u> {
                 let f = h.min_max(d, op == BinOp::Min);
                 Ok(format!("{f}({sa}, {sb})"))
             }
+            // A positive constant divisor needs no zero test, and for unsigned types C's
+            // division is already the floor: plain `/` lets the C compiler vectorize it.
+            BinOp::Div
+                if d.is_int() && !d.is_signed() && b.as_int_const().is_some_and(|k| k > 0) =>
+            {
+                Ok(format!("(({}) ({sa} / {sb}))", c_type(d)))
+            }
             BinOp::Div if d.is_int() => Ok(format!("{}({sa}, {sb})", h.div(d))),
             BinOp::Mod if d.is_int() => Ok(format!("{}({sa}, {sb})", h.rem(d))),
             BinOp::Mod => Err(bad()),
@@ -955,10 +1106,23 @@ impl<'u> ProcCx<'u> {
                         used: false,
                     });
                 }
+                // The loop variable is bound while hoisting so that its accesses name it.
+                self.env.insert(var.clone(), Binding::Ctrl(v.clone()));
+                let decls = if *parallel {
+                    Vec::new()
+                } else {
+                    self.hoist_offsets(body, &v, &lo, &bound)?
+                };
+                if !decls.is_empty() {
+                    self.line("{");
+                    self.indent += 1;
+                    for d in &decls {
+                        self.line(d);
+                    }
+                }
                 self.line(&format!(
                     "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
                 ));
-                self.env.insert(var.clone(), Binding::Ctrl(v));
                 self.indent += 1;
                 let exit = if *parallel {
                     // The body in a block of its own, so that the label at the end of the
@@ -979,6 +1143,11 @@ impl<'u> ProcCx<'u> {
                 self.indent -= 1;
                 self.env.remove(var);
                 self.line("}");
+                if !decls.is_empty() {
+                    self.hoisted.clear();
+                    self.indent -= 1;
+                    self.line("}");
+                }
                 if let Some(p) = exit {
                     let pad = "    ".repeat(self.indent);
                     self.out

@@ -227,9 +227,19 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
                 .iter()
                 .any(|(l, r)| l.occurrences(v.id) + r.occurrences(v.id) > 0)
     };
+    // Among those, one with a unit coefficient solves without a divisibility condition (which
+    // trying values of the other could not satisfy): `32 * xo + xi = c` solves `xi` first.
+    let unit = |b: &(Var, Term, Term)| {
+        eqs.iter().any(|(l, r)| {
+            l.occurrences(b.0.id) == 1
+                && r.occurrences(b.0.id) == 0
+                && solve(b.0.id, l, r.clone()).is_some_and(|(_, side)| side.is_empty())
+        })
+    };
     let first = bound
         .iter()
         .rposition(|b| in_ite(&b.0))
+        .or_else(|| bound.iter().rposition(|b| large_in_eq(b) && unit(b)))
         .or_else(|| bound.iter().rposition(large_in_eq));
     if let Some(k) = first {
         let last = bound.len() - 1;
@@ -305,15 +315,57 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         cond.push(Term::lt(lo, hi));
         return member(eqs, cond, bound);
     }
-    // Try values: each of a small constant range, or else the first and the last (a
-    // witness is enough for the existential; other values are not tried, which is safe).
-    let values: Vec<Term> = match (
+    // A `min`/`max`/`select` around the variable in a condition (a loop bound that depends on
+    // an outer loop, as in a sliding window): split the conditions by its cases.
+    if let Some((c, a, b)) = cond.iter().find_map(|t| ite_with(t, id)) {
+        let ite = Term::ite(c.clone(), a.clone(), b.clone());
+        bound.push((v, lo, hi));
+        let case = |by: &Term, holds: Term| {
+            let mut cond: Vec<Term> = cond.iter().map(|t| replace(t, &ite, by)).collect();
+            cond.push(holds);
+            member(eqs.clone(), cond, bound.clone())
+        };
+        return Term::Or(vec![case(&a, c.clone()), case(&b, Term::not(c))]);
+    }
+    // Try values: each of a small constant range, or else the first and the last, and the
+    // values that make a condition on the variable tight (`x <= e` gives `x = e`): the last
+    // iteration that wrote a cell is usually one of them. A witness is enough for the
+    // existential; other values are not tried, which is safe.
+    let mut values: Vec<Term> = match (
         crate::terms::const_value(&lo),
         crate::terms::const_value(&hi),
     ) {
         (Some(l), Some(h)) if h.saturating_sub(l) <= SMALL_RANGE => (l..h).map(Term::Int).collect(),
         _ => vec![lo.clone(), Term::sub(hi.clone(), Term::Int(1))],
     };
+    if values.len() <= 2 {
+        for t in &cond {
+            let (l, r, strict) = match t {
+                Term::Le(l, r) => (l, r, false),
+                Term::Lt(l, r) => (l, r, true),
+                _ => continue,
+            };
+            let tight = |side: &Term, other: Term| {
+                (side.occurrences(id) == 1 && other.occurrences(id) == 0)
+                    .then(|| solve(id, side, other))
+                    .flatten()
+                    // A solution through a division is the floor: a candidate even where the
+                    // bound is not a multiple (`0 <= c - 32 * x` gives `x = c / 32`).
+                    .map(|(x, _)| x)
+            };
+            let one = |t: &Term, k: i64| Term::add(t.clone(), Term::Int(k));
+            let found = if l.occurrences(id) > 0 {
+                tight(l, if strict { one(r, -1) } else { (**r).clone() })
+            } else {
+                tight(r, if strict { one(l, 1) } else { (**l).clone() })
+            };
+            if let Some(x) = found {
+                if values.len() < 6 {
+                    values.push(x);
+                }
+            }
+        }
+    }
     let ors: Vec<Term> = values
         .into_iter()
         .map(|by| {

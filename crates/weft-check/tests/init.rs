@@ -221,3 +221,24 @@ fn a_shifted_tile_that_misses_a_point_is_rejected() {
          for i in 0..n { y[i, 0] = t[i]; }",
     );
 }
+
+/// A sliding window: each iteration computes only the rows the previous ones did not, and reads
+/// rows earlier iterations wrote.
+#[test]
+fn sliding_windows_are_accepted() {
+    accepted(
+        "alloc t: f32[n + 2];
+         for i in 0..n {
+             for r in select(i == 0, i, i + 2)..i + 3 { t[r] = 1.0; }
+             y[i, 0] = t[i] + t[i + 1] + t[i + 2];
+         }",
+    );
+    // Without the first iteration's full window the first rows are missing.
+    rejected(
+        "alloc t: f32[n + 2];
+         for i in 0..n {
+             for r in i + 2..i + 3 { t[r] = 1.0; }
+             y[i, 0] = t[i] + t[i + 1] + t[i + 2];
+         }",
+    );
+}

@@ -173,21 +173,58 @@ impl Lin {
     }
 
     pub fn min_with(&self, o: &Lin) -> Lin {
-        match self.sub(o).as_const() {
-            Some(d) if d <= 0 => self.clone(),
-            Some(_) => o.clone(),
-            None if self <= o => Lin::atom(Atom::Min(self.clone(), o.clone())),
-            None => Lin::atom(Atom::Min(o.clone(), self.clone())),
-        }
+        Lin::extremum(self, o, false)
     }
 
     pub fn max_with(&self, o: &Lin) -> Lin {
-        match self.sub(o).as_const() {
-            Some(d) if d >= 0 => self.clone(),
-            Some(_) => o.clone(),
-            None if self <= o => Lin::atom(Atom::Max(self.clone(), o.clone())),
-            None => Lin::atom(Atom::Max(o.clone(), self.clone())),
+        Lin::extremum(self, o, true)
+    }
+
+    /// The operands of a nest of `min`s (or `max`s) around `self`.
+    fn operands(&self, max: bool, out: &mut Vec<Lin>) {
+        match self.terms.as_slice() {
+            [(Atom::Min(a, b), 1)] if self.k == 0 && !max => {
+                a.operands(max, out);
+                b.operands(max, out);
+            }
+            [(Atom::Max(a, b), 1)] if self.k == 0 && max => {
+                a.operands(max, out);
+                b.operands(max, out);
+            }
+            _ => out.push(self.clone()),
         }
+    }
+
+    /// `min(a, b)` (or `max`): the operands of nested `min`s are gathered, those that differ from
+    /// another by a constant are decided, and the rest are nested again in a canonical order.
+    fn extremum(a: &Lin, b: &Lin, max: bool) -> Lin {
+        let mut ops = Vec::new();
+        a.operands(max, &mut ops);
+        b.operands(max, &mut ops);
+        let mut kept: Vec<Lin> = Vec::new();
+        'next: for x in ops {
+            for y in kept.iter_mut() {
+                if let Some(d) = x.sub(y).as_const() {
+                    // x = y + d: the smaller (larger) one stands for both.
+                    if (d < 0) != max && d != 0 {
+                        *y = x;
+                    }
+                    continue 'next;
+                }
+            }
+            kept.push(x);
+        }
+        kept.sort();
+        let mut it = kept.into_iter().rev();
+        let mut acc = it.next().unwrap_or_default();
+        for x in it {
+            acc = Lin::atom(if max {
+                Atom::Max(x, acc)
+            } else {
+                Atom::Min(x, acc)
+            });
+        }
+        acc
     }
 
     /// Floor division by a positive constant `d`. The part of the sum whose coefficients `d`
@@ -498,6 +535,15 @@ mod tests {
         assert_eq!(e, t);
         let m = t.min_with(&t.add_k(3));
         assert_eq!(m, t);
+        // Nested minima share operands.
+        let u = Lin::var(2);
+        let m = t.min_with(&u);
+        assert_eq!(t.min_with(&m), m);
+        assert_eq!(m.min_with(&t.add_k(-1)), t.add_k(-1).min_with(&u));
+        assert_eq!(
+            t.max_with(&u.max_with(&t.add_k(2))),
+            t.add_k(2).max_with(&u)
+        );
         // A fused loop's two coordinates add up again.
         let f = Lin::var(1);
         assert_eq!(f.rem(5).add(&f.div(5).scale(5)).add_k(2), f.add_k(2));

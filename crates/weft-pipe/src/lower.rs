@@ -159,6 +159,9 @@ struct Lower<'a> {
     /// One-level definitions of the variables that are not loops.
     defs: HashMap<VarId, Lin>,
     preconds: Vec<Cond>,
+    /// Variables split with `ShiftInwards` whose extent is known to be at least the factor (an
+    /// output's window, by a precondition): the shifted tile stays inside their range.
+    fits: HashSet<VarId>,
 }
 
 impl<'a> Lower<'a> {
@@ -177,6 +180,7 @@ impl<'a> Lower<'a> {
             accesses: Vec::new(),
             defs: HashMap::new(),
             preconds: Vec::new(),
+            fits: HashSet::new(),
         }
     }
 
@@ -777,6 +781,12 @@ impl<'a> Lower<'a> {
                             .add(&dv.ext.ceil_div(*factor).scale(*factor))
                             .add_k(-1),
                     ),
+                    Tail::ShiftInwards
+                        if self.fits.contains(&dv.id)
+                            || dv.ext.as_const().is_some_and(|e| e >= *factor) =>
+                    {
+                        (dv.min.clone(), last)
+                    }
                     Tail::ShiftInwards => {
                         (dv.min.min_with(&dv.min.add(&dv.ext).add_k(-factor)), last)
                     }
@@ -977,6 +987,7 @@ impl<'a> Lower<'a> {
             }
             region[b.dim] = (min, max);
         }
+        self.slide(f, &mut region);
         // Stage regions, the last first: a stage covers what later stages read or write of f.
         let nstages = self.funcs[f].stages.len();
         let mut stage_region = region.clone();
@@ -1060,6 +1071,44 @@ impl<'a> Lower<'a> {
         Ok(())
     }
 
+    /// Sliding window (Halide's): a func stored outside the serial loop it is computed in, whose
+    /// region moves forward monotonically with that loop's variable in one dimension, computes in
+    /// each iteration after the first only what the previous iterations have not: the region's
+    /// min in that dimension becomes `max(min(v), max(v - 1) + 1)`. The buffer, at the store
+    /// level, keeps the earlier points.
+    fn slide(&self, f: usize, region: &mut [(Lin, Lin)]) {
+        let (Site::At(c, s, d), store) = (self.funcs[f].compute, self.funcs[f].store) else {
+            return;
+        };
+        if store == self.funcs[f].compute || !self.p.funcs[f].updates.is_empty() {
+            return;
+        }
+        let st = &self.funcs[c].stages[s];
+        let (lv, kind) = st.loops[d];
+        if kind != LoopKind::Serial {
+            return;
+        }
+        let v = st.vars[lv].id;
+        let step = |e: &Lin| {
+            let e = self.expand_defs(e);
+            let next = e.subst(&|u| (u == v).then(|| Lin::var(v).add_k(1)));
+            next.sub(&e).as_const()
+        };
+        let mut moving = None;
+        for (k, (lo, hi)) in region.iter().enumerate() {
+            match (step(lo), step(hi)) {
+                (Some(0), Some(0)) => {}
+                (Some(a), Some(b)) if a >= 0 && b >= 0 && moving.is_none() => moving = Some((k, b)),
+                _ => return,
+            }
+        }
+        let Some((k, b)) = moving else { return };
+        let (lo, hi) = region[k].clone();
+        let first = Cond::eq(&Lin::var(v), &st.vars[lv].min);
+        let fresh = lo.max_with(&self.expand_defs(&hi).add_k(1 - b));
+        region[k].0 = Lin::select(&first, &lo, &fresh);
+    }
+
     /// Relax `hull` (over `f`'s compute level) further over the loops between `outer` and
     /// `f`'s compute level.
     fn relax_between(&self, outer: Site, f: usize, hull: &[(End, End)]) -> Vec<(End, End)> {
@@ -1121,6 +1170,23 @@ impl<'a> Lower<'a> {
         for (k, &v) in st.rvar_of.iter().enumerate() {
             st.vars[v].min = rdom[k].0.clone();
             st.vars[v].ext = rdom[k].1.clone();
+        }
+        // An output's window must hold a shifted tile (Halide asserts the same).
+        if self.p.outputs.contains(&f) {
+            for k in 0..st.vars.len() {
+                if let How::Split {
+                    factor,
+                    tail: Tail::ShiftInwards,
+                    ..
+                } = st.vars[k].how
+                {
+                    if st.pure_of.contains(&Some(k)) {
+                        self.preconds
+                            .push(Cond::le(&Lin::konst(factor), &st.vars[k].ext));
+                        self.fits.insert(st.vars[k].id);
+                    }
+                }
+            }
         }
         // Children after parents: splits and fuses were recorded in order, so their new
         // variables come later in the list.

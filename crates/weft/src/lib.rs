@@ -25,6 +25,7 @@ pub use weft_check as check;
 pub use weft_interp as interp;
 pub use weft_ir as ir;
 pub use weft_jit as jit;
+pub use weft_pipe as pipe;
 pub use weft_sched as sched;
 pub use weft_syntax as syntax;
 

@@ -32,9 +32,21 @@ use weft_ir::{BinOp, Const, DType, Expr as IExpr, Memory, Proc, Span, Sym, Ty, U
 /// The lowered proc and the regions bounds inference found.
 pub struct Lowered {
     pub proc: Arc<Proc>,
-    /// For every func that is not inlined: its name and, per dimension, its buffer's min and max
-    /// as weft expressions over the proc's arguments and enclosing loops (printed).
-    pub regions: Vec<(String, Vec<(String, String)>)>,
+    /// Every func that is not inlined, in definition order.
+    pub regions: Vec<Region>,
+    /// What is read of each input, per dimension (min, max): Halide's `infer_input_bounds`,
+    /// over the proc's arguments.
+    pub inputs: Vec<(String, Vec<(IExpr, IExpr)>)>,
+}
+
+/// The regions of a func, per dimension (min, max, both included), as weft expressions over the
+/// proc's arguments and the loops around the func's compute (or store) level.
+pub struct Region {
+    pub func: String,
+    /// Where its pure definition is computed.
+    pub computed: Vec<(IExpr, IExpr)>,
+    /// Its buffer.
+    pub allocated: Vec<(IExpr, IExpr)>,
 }
 
 /// Where code is placed: the root, or the start of the body of loop `depth` (0 outermost) of
@@ -91,6 +103,8 @@ struct FuncInfo {
     store: Site,
     /// Per dimension: the buffer's min and max.
     alloc: Vec<(Lin, Lin)>,
+    /// Per dimension: the points its pure stage computes (overcompute included).
+    computed: Vec<(Lin, Lin)>,
     buf: Option<Buf>,
     done: bool,
 }
@@ -131,6 +145,24 @@ fn fail(rule: &'static str, message: String) -> DirectiveError {
 /// Lower pipeline `p` under schedule `s`; tensors live in `mem`. `p` must be valid
 /// ([`crate::validate::validate`]).
 pub fn lower(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>) -> Res<Lowered> {
+    lower_with(p, s, mem, Engine::Tight)
+}
+
+/// The bounds inference engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// weft's: tight per-tile regions, guards clamp ranges, sliding windows.
+    Tight,
+    /// The formalisation's reference engine β0 (Fig. 10b), the quality floor: plain interval
+    /// arithmetic over every variable bound inside the region's scope (outer ones kept
+    /// symbolic, the paper's [R] reading for Fig. 2), conditions ignored (`e ⇒ b` is `b`), no
+    /// sliding window. Used by tests to check compliance: wherever β0's proc runs and matches
+    /// the reference, the tight engine's proc must too.
+    Beta0,
+}
+
+/// [`lower`] with a chosen bounds inference engine.
+pub fn lower_with(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>, engine: Engine) -> Res<Lowered> {
     if let Err(d) = crate::validate::validate(p) {
         return Err(fail(
             "pipeline",
@@ -140,7 +172,9 @@ pub fn lower(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>) -> Res<Lowered> {
                 .join("; "),
         ));
     }
-    Lower::new(p, s, mem).run()
+    let mut l = Lower::new(p, s, mem);
+    l.engine = engine;
+    l.run()
 }
 
 struct Lower<'a> {
@@ -162,6 +196,9 @@ struct Lower<'a> {
     /// Variables split with `ShiftInwards` whose extent is known to be at least the factor (an
     /// output's window, by a precondition): the shifted tile stays inside their range.
     fits: HashSet<VarId>,
+    engine: Engine,
+    /// What is read of each input (filled by bounds inference).
+    input_regions: Vec<Vec<(Lin, Lin)>>,
 }
 
 impl<'a> Lower<'a> {
@@ -181,6 +218,8 @@ impl<'a> Lower<'a> {
             defs: HashMap::new(),
             preconds: Vec::new(),
             fits: HashSet::new(),
+            engine: Engine::Tight,
+            input_regions: Vec::new(),
         }
     }
 
@@ -395,6 +434,7 @@ impl<'a> Lower<'a> {
                 compute: Site::Root,
                 store: Site::Root,
                 alloc: Vec::new(),
+                computed: Vec::new(),
                 buf: None,
                 done: false,
             });
@@ -771,9 +811,10 @@ impl<'a> Lower<'a> {
                 continue;
             }
             let last = dv.min.add(&dv.ext).add_k(-1);
+            let beta0 = self.engine == Engine::Beta0;
             let (lo, hi) = match &dv.how {
                 How::Leaf => (dv.min.clone(), last),
-                How::Split { factor, tail, .. } if all => match tail {
+                How::Split { factor, tail, .. } if all && !beta0 => match tail {
                     Tail::GuardWithIf => (dv.min.clone(), last),
                     Tail::RoundUp => (
                         dv.min.clone(),
@@ -791,10 +832,10 @@ impl<'a> Lower<'a> {
                         (dv.min.min_with(&dv.min.add(&dv.ext).add_k(-factor)), last)
                     }
                 },
-                How::Fused { .. } if all => (dv.min.clone(), last),
+                How::Fused { .. } if all && !beta0 => (dv.min.clone(), last),
                 How::Split { tail, .. } => {
                     let def = self.defs[&dv.id].clone();
-                    let hi = if *tail == Tail::GuardWithIf {
+                    let hi = if *tail == Tail::GuardWithIf && !beta0 {
                         def.min_with(&last)
                     } else {
                         def.clone()
@@ -878,6 +919,7 @@ impl<'a> Lower<'a> {
                 let h = self.hull_of(Site::Root, a.func, a.stage, &a.args)?;
                 hull = join(hull, h);
             }
+            let mut read = Vec::new();
             for (d, (lo, hi)) in hull.into_iter().enumerate() {
                 let (Some(lo), Some(hi)) = (lo, hi) else {
                     return Err(fail(
@@ -890,9 +932,11 @@ impl<'a> Lower<'a> {
                 };
                 let min = Lin::var(self.inputs[k].mins[d]);
                 let max = min.add(&Lin::var(self.inputs[k].lens[d])).add_k(-1);
+                read.push((lo.clone(), hi.clone()));
                 self.preconds.push(Cond::le(&min, &lo));
                 self.preconds.push(Cond::le(&hi, &max));
             }
+            self.input_regions.push(read);
         }
         Ok(())
     }
@@ -1008,6 +1052,14 @@ impl<'a> Lower<'a> {
                 .collect::<Res<_>>()?;
             writes = join(writes, w.clone());
             if s == 0 {
+                self.funcs[f].computed = w
+                    .into_iter()
+                    .enumerate()
+                    .map(|(d, (lo, hi))| match (lo, hi) {
+                        (Some(lo), Some(hi)) => Ok((lo, hi)),
+                        _ => Err(self.unbounded(f, d)),
+                    })
+                    .collect::<Res<_>>()?;
                 break;
             }
             let mut next: Vec<(End, End)> = stage_region
@@ -1080,7 +1132,10 @@ impl<'a> Lower<'a> {
         let (Site::At(c, s, d), store) = (self.funcs[f].compute, self.funcs[f].store) else {
             return;
         };
-        if store == self.funcs[f].compute || !self.p.funcs[f].updates.is_empty() {
+        if store == self.funcs[f].compute
+            || !self.p.funcs[f].updates.is_empty()
+            || self.engine == Engine::Beta0
+        {
             return;
         }
         let st = &self.funcs[c].stages[s];
@@ -1172,7 +1227,7 @@ impl<'a> Lower<'a> {
             st.vars[v].ext = rdom[k].1.clone();
         }
         // An output's window must hold a shifted tile (Halide asserts the same).
-        if self.p.outputs.contains(&f) {
+        if self.p.outputs.contains(&f) && self.engine == Engine::Tight {
             for k in 0..st.vars.len() {
                 if let How::Split {
                     factor,
@@ -1264,30 +1319,36 @@ impl<'a> Lower<'a> {
             let e = self.cond_expr(&c, &HashMap::new())?;
             self.pb.assert(e);
         }
+        let none = HashMap::new();
+        let exprs = |this: &Self, r: &[(Lin, Lin)]| -> Res<Vec<(IExpr, IExpr)>> {
+            r.iter()
+                .map(|(lo, hi)| Ok((this.lin_expr(lo, &none)?, this.lin_expr(hi, &none)?)))
+                .collect()
+        };
         let mut regions = Vec::new();
         for (f, info) in self.funcs.iter().enumerate() {
             if info.inline {
                 continue;
             }
-            let r = info
-                .alloc
-                .iter()
-                .map(|(lo, hi)| {
-                    let text = |l: &Lin| {
-                        self.lin_expr(l, &HashMap::new())
-                            .map(|e| e.to_string())
-                            .unwrap_or_else(|_| format!("{l:?}"))
-                    };
-                    (text(lo), text(hi))
-                })
-                .collect();
-            regions.push((self.p.funcs[f].name.clone(), r));
+            regions.push(Region {
+                func: self.p.funcs[f].name.clone(),
+                computed: exprs(&self, &info.computed)?,
+                allocated: exprs(&self, &info.alloc)?,
+            });
         }
+        let inputs = self
+            .p
+            .inputs
+            .iter()
+            .zip(&self.input_regions)
+            .map(|(i, r)| Ok((i.name.clone(), exprs(&self, r)?)))
+            .collect::<Res<_>>()?;
         let mut pb = self.pb;
         pb.body().stmts = body;
         Ok(Lowered {
             proc: pb.finish(),
             regions,
+            inputs,
         })
     }
 

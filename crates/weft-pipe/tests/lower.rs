@@ -2,33 +2,14 @@
 //! the proc checker, run in the proc interpreter and compared point by point with the pipeline
 //! interpreter on windows with non-zero mins and sizes that do not divide the split factors.
 
-use std::sync::Arc;
-use weft_interp::{ArgValue, Buffer, ConfigState, Scalar};
-use weft_ir::{BinOp, DType, Memory};
+mod common;
+
+use common::{add, dram, off, run, x, Outcome};
+use weft_interp::Scalar;
+use weft_ir::{BinOp, DType};
 use weft_pipe::ast::{Expr, Func, Input, Pipeline};
-use weft_pipe::interp::{realize, Args, InputBuffer};
 use weft_pipe::lower::lower;
 use weft_pipe::schedule::{Schedule, Tail};
-
-fn dram() -> Arc<Memory> {
-    weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM")
-}
-
-fn add(a: Expr, b: Expr) -> Expr {
-    Expr::binary(BinOp::Add, a, b)
-}
-
-fn x(k: usize) -> Expr {
-    Expr::Var(k)
-}
-
-fn off(v: usize, d: i32) -> Expr {
-    if d == 0 {
-        x(v)
-    } else {
-        add(x(v), Expr::int(d))
-    }
-}
 
 /// Halide's blur: `bx(x, y) = (in(x-1, y) + in(x, y) + in(x+1, y)) / 3`, `by` the same
 /// vertically over `bx`, in u16.
@@ -76,96 +57,6 @@ fn blur() -> Pipeline {
     }
 }
 
-/// A deterministic pseudo-random stream.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-/// What running a lowered proc gave.
-#[derive(Debug)]
-enum Outcome {
-    /// Matched the reference on every point where the reference has a value.
-    Matched,
-    /// Stopped at a precondition (a run-time assertion), with its message.
-    Asserted(String),
-}
-
-/// Lower `p` under `s`, check it, run it on `window` with an input `margin` wider than the
-/// window on every side, and compare with the reference.
-fn run(p: &Pipeline, s: &Schedule, window: &[(i64, i64)], margin: i64, seed: u64) -> Outcome {
-    let lowered = lower(p, s, &dram()).unwrap_or_else(|e| panic!("lowering failed: {e}"));
-    let proc = &lowered.proc;
-    if let Err(d) = weft_check::check_proc(proc) {
-        panic!("the lowered proc does not check: {d:#?}\n{proc}");
-    }
-    let mut rng = Rng(seed | 1);
-    let mut inputs = Vec::new();
-    let mut args = Vec::new();
-    for inp in &p.inputs {
-        let region: Vec<(i64, i64)> = (0..inp.rank)
-            .map(|d| (window[d].0 - margin, window[d].1 + 2 * margin))
-            .collect();
-        let n: i64 = region.iter().map(|r| r.1).product();
-        let data: Vec<Scalar> = (0..n)
-            .map(|_| Scalar::from_int_wrapping(rng.next() as i128, inp.elem))
-            .collect();
-        for &(m, e) in &region {
-            args.push(ArgValue::Int(m));
-            args.push(ArgValue::Int(e));
-        }
-        let shape = region.iter().rev().map(|r| r.1 as usize).collect();
-        args.push(ArgValue::Buf(Buffer::from_scalars(
-            inp.elem,
-            shape,
-            data.clone(),
-        )));
-        inputs.push(InputBuffer { region, data });
-    }
-    for &o in &p.outputs {
-        for &(m, e) in window {
-            args.push(ArgValue::Int(m));
-            args.push(ArgValue::Int(e));
-        }
-        let shape = window.iter().rev().map(|r| r.1 as usize).collect();
-        args.push(ArgValue::Buf(Buffer::new_uninit(p.funcs[o].ty, shape)));
-    }
-    let reference_args = Args {
-        params: vec![],
-        inputs,
-    };
-    if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
-        if e.message.contains("precondition") {
-            return Outcome::Asserted(e.message);
-        }
-        panic!("the lowered proc failed: {e}\n{proc}");
-    }
-    let mut at = args.len();
-    for &o in p.outputs.iter().rev() {
-        at -= 2 * window.len() + 1;
-        let got = args[at + 2 * window.len()].as_buffer().unwrap().clone();
-        let want = realize(p, &reference_args, o, window).unwrap();
-        assert_eq!(got.data.len(), want.len());
-        for (k, (g, w)) in got.data.iter().zip(&want).enumerate() {
-            if let Ok(w) = w {
-                assert_eq!(
-                    *g,
-                    Some(*w),
-                    "point {k} of `{}` on {window:?} differs\n{proc}",
-                    p.funcs[o].name
-                );
-            }
-        }
-    }
-    Outcome::Matched
-}
-
 fn windows() -> Vec<Vec<(i64, i64)>> {
     vec![
         vec![(0, 1), (0, 1)],
@@ -177,7 +68,7 @@ fn windows() -> Vec<Vec<(i64, i64)>> {
 
 fn check_all(p: &Pipeline, s: &Schedule) {
     for (k, w) in windows().iter().enumerate() {
-        match run(p, s, w, 1, 7 + k as u64) {
+        match run(p, s, &[], w, 1, 7 + k as u64) {
             Outcome::Matched => {}
             Outcome::Asserted(m) => panic!("window {w:?} stopped: {m}"),
         }
@@ -200,9 +91,9 @@ fn blur_compute_root() {
     s.func(&p, "bx").unwrap().compute_root().unwrap();
     let l = lower(&p, &s, &dram()).unwrap();
     // The paper's tight region: one more row above and below the window.
-    let bx = &l.regions.iter().find(|r| r.0 == "bx").unwrap().1;
-    assert_eq!(bx[1].0, "by_1_min - 1");
-    assert_eq!(bx[1].1, "by_1_min + by_1_extent");
+    let bx = &l.regions.iter().find(|r| r.func == "bx").unwrap().allocated;
+    assert_eq!(bx[1].0.to_string(), "by_1_min - 1");
+    assert_eq!(bx[1].1.to_string(), "by_1_min + by_1_extent");
     check_all(&p, &s);
 }
 
@@ -217,7 +108,7 @@ fn blur_tiled_with_producer_per_tile() {
             .unwrap();
         s.func(&p, "bx").unwrap().compute_at("by", "xo").unwrap();
         for (k, w) in windows().iter().enumerate() {
-            match run(&p, &s, w, 1, 11 + k as u64) {
+            match run(&p, &s, &[], w, 1, 11 + k as u64) {
                 Outcome::Matched => {}
                 // Shifted and rounded tiles write outside windows smaller than a tile.
                 Outcome::Asserted(_) if tail != Tail::GuardWithIf => {}

@@ -7,10 +7,12 @@
 
 use std::sync::Arc;
 use weft_interp::{ArgValue, Buffer, ConfigState, Scalar};
+use weft_ir::Proc;
 use weft_ir::{BinOp, DType, Memory};
+use weft_jit::{Arg, BufArg, Jit};
 use weft_pipe::ast::{Expr, Func, Input, Param, Pipeline, RDim, Update};
 use weft_pipe::interp::{realize, Args, InputBuffer};
-use weft_pipe::lower::lower;
+use weft_pipe::lower::{lower_with, Engine};
 use weft_pipe::schedule::{Schedule, Tail};
 
 fn dram() -> Arc<Memory> {
@@ -300,12 +302,26 @@ struct Tally {
     rejected: usize,
     matched: usize,
     asserted: usize,
+    compiled: usize,
+    /// Runs where β0's proc matched (the tight engine must then match too).
+    beta0_matched: usize,
+    /// Runs where the tight engine succeeded and β0's proc stopped at an assertion.
+    beyond_beta0: usize,
     rules: std::collections::BTreeMap<&'static str, usize>,
 }
 
-fn run_case(p: &Pipeline, s: &Schedule, r: &mut Rng, t: &mut Tally) {
-    let lowered = match lower(p, s, &dram()) {
-        Ok(l) => l,
+/// Lower with `engine`; `None` when a structural rule rejects the schedule.
+fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<Arc<Proc>> {
+    match lower_with(p, s, &dram(), engine) {
+        Ok(l) => {
+            if let Err(d) = weft_check::check_proc(&l.proc) {
+                panic!(
+                    "the lowered proc ({engine:?}) does not check: {d:#?}\n{}\n{p:#?}\n{s:#?}",
+                    l.proc
+                );
+            }
+            Some(l.proc)
+        }
         Err(e) => {
             // Only the rules that depend on the whole structure may reject here.
             assert!(
@@ -315,19 +331,142 @@ fn run_case(p: &Pipeline, s: &Schedule, r: &mut Rng, t: &mut Tally) {
                 ),
                 "unexpected rejection {e}\n{p:#?}\n{s:#?}"
             );
-            t.rejected += 1;
-            *t.rules.entry(e.rule).or_default() += 1;
-            if std::env::var("WEFT_PIPE_SHOW").is_ok() {
-                eprintln!("rejected: {e}\n{p:?}\n{s:?}");
+            if engine == Engine::Tight {
+                t.rejected += 1;
+                *t.rules.entry(e.rule).or_default() += 1;
+                if std::env::var("WEFT_PIPE_SHOW").is_ok() {
+                    eprintln!("rejected: {e}\n{p:?}\n{s:?}");
+                }
             }
-            return;
+            None
         }
+    }
+}
+
+/// The arguments of a realization of every output on `window`: the parameter, the input (with
+/// a wide margin) and uninitialised outputs.
+struct Inputs {
+    n: i64,
+    window: Vec<(i64, i64)>,
+    region: Vec<(i64, i64)>,
+    data: Vec<Scalar>,
+}
+
+fn arguments(p: &Pipeline, x: &Inputs) -> Vec<ArgValue> {
+    let mut args = vec![ArgValue::Int(x.n)];
+    for &(m, e) in &x.region {
+        args.push(ArgValue::Int(m));
+        args.push(ArgValue::Int(e));
+    }
+    let shape: Vec<usize> = x.region.iter().rev().map(|r| r.1 as usize).collect();
+    args.push(ArgValue::Buf(Buffer::from_scalars(
+        DType::I32,
+        shape,
+        x.data.clone(),
+    )));
+    for _ in &p.outputs {
+        for &(m, e) in &x.window {
+            args.push(ArgValue::Int(m));
+            args.push(ArgValue::Int(e));
+        }
+        let shape: Vec<usize> = x.window.iter().rev().map(|r| r.1 as usize).collect();
+        args.push(ArgValue::Buf(Buffer::new_uninit(DType::I32, shape)));
+    }
+    args
+}
+
+/// Run a lowered proc in the interpreter: the outputs, or the precondition that stopped it.
+fn execute(proc: &Proc, p: &Pipeline, x: &Inputs) -> Result<Vec<Buffer>, String> {
+    let mut args = arguments(p, x);
+    if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
+        assert!(
+            e.message.contains("precondition"),
+            "the lowered proc failed: {e}\n{proc}"
+        );
+        return Err(e.message);
+    }
+    let per = 2 * x.window.len() + 1;
+    let first = args.len() - per * p.outputs.len();
+    Ok((0..p.outputs.len())
+        .map(|k| args[first + k * per + per - 1].as_buffer().unwrap().clone())
+        .collect())
+}
+
+/// Whether `got` equals the reference wherever the reference has a value.
+fn matches_reference(p: &Pipeline, x: &Inputs, got: &[Buffer]) -> Result<(), String> {
+    let reference = Args {
+        params: vec![Scalar::I32(x.n as i32)],
+        inputs: vec![InputBuffer {
+            region: x.region.clone(),
+            data: x.data.clone(),
+        }],
+    };
+    for (k, &o) in p.outputs.iter().enumerate() {
+        let want = realize(p, &reference, o, &x.window).unwrap();
+        for (i, (g, w)) in got[k].data.iter().zip(&want).enumerate() {
+            if let Ok(w) = w {
+                if *g != Some(*w) {
+                    return Err(format!(
+                        "point {i} of `{}` on {:?} (n = {}): {g:?}, the reference {w:?}",
+                        p.funcs[o].name, x.window, x.n
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run the lowered proc compiled to C on the same arguments: it must give what the interpreter
+/// gave.
+fn compiled_agrees(proc: &Arc<Proc>, p: &Pipeline, x: &Inputs, want: &[Buffer]) {
+    let jit = Jit::new().expect("a JIT");
+    let module = jit.compile(std::slice::from_ref(proc)).expect("compiles");
+    let kernel = module.kernel(&p.name).expect("the entry point");
+    let ints = |b: &Buffer| -> Vec<i32> {
+        b.data
+            .iter()
+            .map(|c| c.map(|s| s.as_i128().unwrap() as i32).unwrap_or(0))
+            .collect()
+    };
+    let mut input: Vec<i32> = x.data.iter().map(|s| s.as_i128().unwrap() as i32).collect();
+    let wshape: Vec<usize> = x.window.iter().rev().map(|r| r.1 as usize).collect();
+    let rshape: Vec<usize> = x.region.iter().rev().map(|r| r.1 as usize).collect();
+    let len: usize = wshape.iter().product();
+    let mut outs: Vec<Vec<i32>> = p.outputs.iter().map(|_| vec![0; len]).collect();
+    let mut args = vec![Arg::Int(x.n)];
+    for &(m, e) in &x.region {
+        args.push(Arg::Int(m));
+        args.push(Arg::Int(e));
+    }
+    args.push(Arg::Buf(BufArg::new(&mut input, &rshape)));
+    for out in outs.iter_mut() {
+        for &(m, e) in &x.window {
+            args.push(Arg::Int(m));
+            args.push(Arg::Int(e));
+        }
+        args.push(Arg::Buf(BufArg::new(out, &wshape)));
+    }
+    kernel.call(&mut args).expect("runs");
+    for (k, out) in outs.iter().enumerate() {
+        let w = ints(&want[k]);
+        for (i, (g, w)) in out.iter().zip(&w).enumerate() {
+            if want[k].data[i].is_some() {
+                assert_eq!(
+                    g, w,
+                    "point {i} of output {k}: C differs from the interpreter\n{proc}"
+                );
+            }
+        }
+    }
+}
+
+fn run_case(p: &Pipeline, s: &Schedule, r: &mut Rng, t: &mut Tally) {
+    let Some(tight) = lowered(p, s, Engine::Tight, t) else {
+        return;
     };
     t.lowered += 1;
-    let proc = &lowered.proc;
-    if let Err(d) = weft_check::check_proc(proc) {
-        panic!("the lowered proc does not check: {d:#?}\n{proc}\n{p:#?}\n{s:#?}");
-    }
+    let beta0 = lowered(p, s, Engine::Beta0, t);
     let rank = p.inputs[0].rank;
     let n = r.range(-1, 4);
     for _ in 0..2 {
@@ -337,57 +476,43 @@ fn run_case(p: &Pipeline, s: &Schedule, r: &mut Rng, t: &mut Tally) {
         let data: Vec<Scalar> = (0..len)
             .map(|_| Scalar::I32(r.range(-9, 9) as i32))
             .collect();
-        let mut args = vec![ArgValue::Int(n)];
-        for &(m, e) in &region {
-            args.push(ArgValue::Int(m));
-            args.push(ArgValue::Int(e));
-        }
-        let shape: Vec<usize> = region.iter().rev().map(|x| x.1 as usize).collect();
-        args.push(ArgValue::Buf(Buffer::from_scalars(
-            DType::I32,
-            shape,
-            data.clone(),
-        )));
-        for _ in &p.outputs {
-            for &(m, e) in &window {
-                args.push(ArgValue::Int(m));
-                args.push(ArgValue::Int(e));
+        let x = Inputs {
+            n,
+            window,
+            region,
+            data,
+        };
+        let ours = execute(&tight, p, &x);
+        if let Ok(got) = &ours {
+            if let Err(m) = matches_reference(p, &x, got) {
+                panic!("{m}\n{tight}\n{p:#?}\n{s:#?}");
             }
-            let shape: Vec<usize> = window.iter().rev().map(|x| x.1 as usize).collect();
-            args.push(ArgValue::Buf(Buffer::new_uninit(DType::I32, shape)));
-        }
-        if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
-            assert!(
-                e.message.contains("precondition"),
-                "the lowered proc failed: {e}\n{proc}"
-            );
+            t.matched += 1;
+            if t.matched % 40 == 1 {
+                compiled_agrees(&tight, p, &x, got);
+                t.compiled += 1;
+            }
+        } else {
             t.asserted += 1;
             if std::env::var("WEFT_PIPE_SHOW").is_ok() {
-                eprintln!("asserted: {}", e.message);
+                eprintln!("asserted: {:?}", ours);
             }
-            continue;
         }
-        let reference = Args {
-            params: vec![Scalar::I32(n as i32)],
-            inputs: vec![InputBuffer { region, data }],
-        };
-        let per = 2 * rank + 1;
-        let first = args.len() - per * p.outputs.len();
-        for (k, &o) in p.outputs.iter().enumerate() {
-            let got = args[first + k * per + 2 * rank].as_buffer().unwrap();
-            let want = realize(p, &reference, o, &window).unwrap();
-            for (i, (g, w)) in got.data.iter().zip(&want).enumerate() {
-                if let Ok(w) = w {
-                    assert_eq!(
-                        *g,
-                        Some(*w),
-                        "point {i} of `{}` on {window:?} (n = {n}) differs\n{proc}\n{p:#?}\n{s:#?}",
-                        p.funcs[o].name
-                    );
+        // Compliance (Defs. 3.6-3.7): where β0's proc runs and matches, so does ours.
+        if let Some(b) = &beta0 {
+            if let Ok(got) = execute(b, p, &x) {
+                if let Err(m) = matches_reference(p, &x, &got) {
+                    panic!("β0: {m}\n{b}\n{p:#?}\n{s:#?}");
                 }
+                t.beta0_matched += 1;
+                assert!(
+                    ours.is_ok(),
+                    "β0 succeeds where the tight engine stops: {ours:?}\nβ0: {b}\ntight: {tight}\n{p:#?}\n{s:#?}"
+                );
+            } else if ours.is_ok() {
+                t.beyond_beta0 += 1;
             }
         }
-        t.matched += 1;
     }
 }
 

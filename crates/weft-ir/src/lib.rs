@@ -30,8 +30,8 @@ pub mod visit;
 pub use diag::{Diagnostic, Label, Span};
 pub use expr::{BinOp, Const, Expr, ExprKind, MathFn, UnOp, WinCoord};
 pub use proc::{
-    Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Origin, Proc, SchedArg,
-    SchedStep, SchedValue, ScheduleDecl,
+    Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Origin, PipelineItem, Proc,
+    SchedArg, SchedStep, SchedValue, ScheduleDecl,
 };
 pub use stmt::{Block, Stmt, StmtKind};
 pub use sym::Sym;

@@ -41,6 +41,10 @@ pub enum ParamKind {
     ConfigField,
     /// `NAME = integer`.
     Binding,
+    /// A func of the pipeline (pipeline directives).
+    Func,
+    /// A loop variable of the stage a directive applies to (pipeline directives).
+    Var,
 }
 
 impl ParamKind {
@@ -62,6 +66,8 @@ impl ParamKind {
             ParamKind::Buffer => "a buffer name".into(),
             ParamKind::ConfigField => "a config field `Cfg.field`".into(),
             ParamKind::Binding => "`NAME = integer`".into(),
+            ParamKind::Func => "a func name".into(),
+            ParamKind::Var => "a loop variable of the stage".into(),
         }
     }
 }
@@ -499,6 +505,172 @@ pub const PRIMITIVES: &[Primitive] = &[
         "the value is in the field's range.",
     ),
 ];
+
+/// Tail strategies of pipeline `split` (Halide's names).
+pub const PIPE_TAILS: &[&str] = &["GuardWithIf", "ShiftInwards", "RoundUp"];
+
+const VAR: Param = req("var", ParamKind::Var, "the loop");
+
+/// The directives of pipeline schedules (`f.split(x, xo, xi, 8).parallel(xo);`), each applied to
+/// a func (its pure stage, or the update stage `f.update(k)` selects), in the order of the
+/// reference. Their legality rules are stated in `weft-pipe`'s `schedule` module.
+pub const DIRECTIVES: &[Primitive] = &[
+    prim(
+        "update",
+        &[req("k", ParamKind::Int, "the update stage (from 0)")],
+        "Selects update stage `k` of the func for the directives after it.",
+        "the func has that many update stages.",
+    ),
+    prim(
+        "split",
+        &[
+            VAR,
+            req("outer", ParamKind::NewName, "the outer loop's name"),
+            req("inner", ParamKind::NewName, "the inner loop's name"),
+            req("factor", ParamKind::Int, "the factor"),
+            opt(
+                "tail",
+                ParamKind::Word(PIPE_TAILS),
+                "what the last tile does",
+                "`ShiftInwards` on a pure stage, `GuardWithIf` on an update",
+            ),
+        ],
+        "Splits the loop into an outer loop over tiles and an inner loop of `factor` iterations; the last tile is guarded (`GuardWithIf`), shifted inwards to end at the last point (`ShiftInwards`, recomputing points), or rounded up (`RoundUp`, computing points past the end).",
+        "the factor is positive, the names are new, and `ShiftInwards` and `RoundUp` are used on pure stages only.",
+    ),
+    prim(
+        "fuse",
+        &[
+            req("inner", ParamKind::Var, "the inner loop"),
+            req("outer", ParamKind::Var, "the loop just outside it"),
+            req("fused", ParamKind::NewName, "the fused loop's name"),
+        ],
+        "Fuses two adjacent loops into one.",
+        "`outer` is just outside `inner`, both are pure or both are reduction loops, and (checked by lowering) the inner loop's extent is a constant.",
+    ),
+    Primitive {
+        name: "reorder",
+        params: &[req("vars", ParamKind::Var, "the loops, innermost first")],
+        repeated: true,
+        effect: "Puts the named loops in this order (innermost first), in the positions they held.",
+        condition: "it keeps the order of the reduction loops.",
+    },
+    prim(
+        "tile",
+        &[
+            req("x", ParamKind::Var, "the inner loop to split"),
+            req("y", ParamKind::Var, "the outer loop to split"),
+            req("xo", ParamKind::NewName, "the outer loop over x tiles"),
+            req("yo", ParamKind::NewName, "the outer loop over y tiles"),
+            req("xi", ParamKind::NewName, "the loop inside an x tile"),
+            req("yi", ParamKind::NewName, "the loop inside a y tile"),
+            req("fx", ParamKind::Int, "the tile width"),
+            req("fy", ParamKind::Int, "the tile height"),
+            opt(
+                "tail",
+                ParamKind::Word(PIPE_TAILS),
+                "what the last tiles do",
+                "as `split`",
+            ),
+        ],
+        "Splits both loops and orders them `xi, yi, xo, yo` (innermost first).",
+        "as `split` for each.",
+    ),
+    prim(
+        "parallel",
+        &[VAR],
+        "Runs the loop's iterations on threads.",
+        "the loop is pure (a reduction loop's iterations may write, or read through a predicate, what another writes).",
+    ),
+    prim(
+        "vectorize",
+        &[
+            VAR,
+            opt(
+                "width",
+                ParamKind::Int,
+                "split by this first (inner loop `var_v`)",
+                "the loop as it is",
+            ),
+        ],
+        "Marks the loop (of constant extent) to run as vector instructions.",
+        "lowering finds a constant extent.",
+    ),
+    prim(
+        "unroll",
+        &[
+            VAR,
+            opt(
+                "factor",
+                ParamKind::Int,
+                "split by this first (inner loop `var_u`)",
+                "the loop as it is",
+            ),
+        ],
+        "Unrolls the loop (of constant extent).",
+        "lowering finds a constant extent.",
+    ),
+    prim(
+        "compute_root",
+        &[],
+        "Computes the func once, before its consumers, over everything they need.",
+        "always.",
+    ),
+    prim(
+        "compute_at",
+        &[
+            req("consumer", ParamKind::Func, "the func whose loop it goes in"),
+            req("var", ParamKind::Var, "the loop of the consumer's last stage"),
+        ],
+        "Computes the func at the start of each iteration of the loop, over what that iteration needs.",
+        "the loop encloses every read of the func (rejections list the loops that would be legal); the func is not an output.",
+    ),
+    prim(
+        "compute_inline",
+        &[],
+        "Substitutes the func's definition into its consumers (the default).",
+        "the func has no update stages and is not an output.",
+    ),
+    prim(
+        "store_root",
+        &[],
+        "Allocates the func's buffer once, at the root.",
+        "always (for a func that is not inlined).",
+    ),
+    prim(
+        "store_at",
+        &[
+            req("consumer", ParamKind::Func, "the func whose loop it goes in"),
+            req("var", ParamKind::Var, "the loop of the consumer's last stage"),
+        ],
+        "Allocates the func's buffer at the loop: it holds what the iterations inside compute; a serial loop between storage and computation slides (each iteration computes only what earlier ones did not).",
+        "the loop encloses the compute level.",
+    ),
+    prim(
+        "bound",
+        &[
+            req("var", ParamKind::Var, "the pure variable"),
+            req("min", ParamKind::Int, "the min"),
+            req("extent", ParamKind::Int, "the extent"),
+        ],
+        "Fixes the func's region in that dimension.",
+        "the func is computed at the root; a run-time assertion checks that the region covers what is needed.",
+    ),
+    prim(
+        "bound_extent",
+        &[
+            req("var", ParamKind::Var, "the pure variable"),
+            req("extent", ParamKind::Int, "the extent"),
+        ],
+        "Fixes the extent of the func's region in that dimension.",
+        "as `bound`.",
+    ),
+];
+
+/// The directive named `name`.
+pub fn directive(name: &str) -> Option<&'static Primitive> {
+    DIRECTIVES.iter().find(|p| p.name == name)
+}
 
 /// The primitive named `name`.
 pub fn primitive(name: &str) -> Option<&'static Primitive> {

@@ -804,6 +804,7 @@ pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
         Config(&'a Config),
         Proc(&'a Proc),
         Schedule(&'a crate::ScheduleDecl),
+        Pipeline(&'a crate::PipelineItem),
     }
     let mut items: Vec<(crate::Span, Item)> = Vec::new();
     // Imports have a source position when the layout found one for each.
@@ -821,6 +822,7 @@ pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
     items.extend(m.configs.iter().map(|x| (x.span, Item::Config(x))));
     items.extend(m.procs.iter().map(|x| (x.span, Item::Proc(x))));
     items.extend(m.schedules.iter().map(|x| (x.span, Item::Schedule(x))));
+    items.extend(m.pipelines.iter().map(|x| (x.span, Item::Pipeline(x))));
     // Stable: items without a source position keep the order of their kinds.
     items.sort_by_key(|(span, _)| if span.is_dummy() { 0 } else { span.lo });
     let mut parts: Vec<String> = Vec::new();
@@ -849,6 +851,13 @@ pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
             Item::Memory(x) => with_inner_comments(memory_to_string(x), span, comments),
             Item::Config(x) => with_inner_comments(config_to_string(x), span, comments),
             Item::Schedule(d) => schedule_with_comments(d, comments),
+            // The pipeline layer's text, as written (its comments with it).
+            Item::Pipeline(x) => {
+                if !span.is_dummy() {
+                    comments.take_before(span.hi);
+                }
+                format!("{}\n", x.text.trim_end())
+            }
         };
         parts.push(before + &text);
         after_import = false;

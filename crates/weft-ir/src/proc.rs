@@ -245,6 +245,22 @@ pub struct Module {
     pub procs: Vec<Arc<Proc>>,
     /// `schedule` declarations, in source order. They are data here; `weft-sched` applies them.
     pub schedules: Vec<ScheduleDecl>,
+    /// `pipeline` items and the schedules of pipelines, in source order, as text: the pipeline
+    /// layer (`weft-pipe`) parses them; nothing below it learns about funcs.
+    pub pipelines: Vec<PipelineItem>,
+}
+
+/// The text of a `pipeline NAME ... { ... }` item or of a `schedule NAME = PIPELINE { ... }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineItem {
+    pub name: String,
+    /// `None` for a pipeline; for a schedule, the pipeline (or earlier pipeline schedule) it
+    /// schedules.
+    pub base: Option<String>,
+    /// The item's whole text, from its keyword to its closing brace.
+    pub text: String,
+    /// Where the text is in its file.
+    pub span: Span,
 }
 
 /// `schedule NAME = BASE { step; ... }`: the proc NAME is BASE rewritten by the steps, in order.

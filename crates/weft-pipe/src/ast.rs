@@ -86,6 +86,13 @@ pub enum Expr {
     RVar(usize),
     /// The k-th scalar parameter.
     Param(usize),
+    /// The min (or, `extent`, the extent) of dimension `dim` of input `input`'s buffer: a
+    /// startup expression, what boundary conditions clamp to.
+    InputDim {
+        input: usize,
+        dim: usize,
+        extent: bool,
+    },
     Call(Callee, Vec<Expr>),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
@@ -127,7 +134,11 @@ impl Expr {
     pub fn walk<'e>(&'e self, f: &mut impl FnMut(&'e Expr)) {
         f(self);
         match self {
-            Expr::Lit(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Param(_) => {}
+            Expr::Lit(_)
+            | Expr::Var(_)
+            | Expr::RVar(_)
+            | Expr::Param(_)
+            | Expr::InputDim { .. } => {}
             Expr::Call(_, args) | Expr::Math(_, args) => args.iter().for_each(|a| a.walk(f)),
             Expr::Unary(_, a) | Expr::Cast(_, a) => a.walk(f),
             Expr::Binary(_, a, b) => {

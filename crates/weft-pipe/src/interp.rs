@@ -285,6 +285,15 @@ impl Evaluator<'_> {
                     .ok_or("reduction variable out of range")?,
             )),
             Expr::Param(k) => Ok(*self.args.params.get(*k).ok_or("no such parameter")?),
+            Expr::InputDim { input, dim, extent } => {
+                let r = self
+                    .args
+                    .inputs
+                    .get(*input)
+                    .and_then(|b| b.region.get(*dim))
+                    .ok_or("no such input dimension")?;
+                Ok(coord(if *extent { r.1 } else { r.0 }))
+            }
             Expr::Call(callee, args) => {
                 let mut idx = Vec::with_capacity(args.len());
                 let mut err = None;

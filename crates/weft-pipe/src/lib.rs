@@ -13,5 +13,7 @@ pub mod ast;
 pub mod cexpr;
 pub mod interp;
 pub mod lower;
+pub mod parse;
 pub mod schedule;
+pub mod script;
 pub mod validate;

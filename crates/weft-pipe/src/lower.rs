@@ -499,7 +499,11 @@ impl<'a> Lower<'a> {
                 let ty = self.p.funcs[*g].ty;
                 Expr::cast(ty, subst_vars(&body, &args))
             }
-            Expr::Lit(_) | Expr::Var(_) | Expr::RVar(_) | Expr::Param(_) => e.clone(),
+            Expr::Lit(_)
+            | Expr::Var(_)
+            | Expr::RVar(_)
+            | Expr::Param(_)
+            | Expr::InputDim { .. } => e.clone(),
             Expr::Call(c, args) => {
                 Expr::Call(*c, args.iter().map(|a| self.expand_inline(a)).collect())
             }
@@ -719,6 +723,14 @@ impl<'a> Lower<'a> {
                 let (f, s) = ctx.ok_or_else(|| bad("is not a startup expression"))?;
                 let st = &self.funcs[f].stages[s];
                 Lin::var(st.vars[st.rvar_of[*k]].id)
+            }
+            Expr::InputDim { input, dim, extent } => {
+                let io = &self.inputs[*input];
+                Lin::var(if *extent {
+                    io.lens[*dim]
+                } else {
+                    io.mins[*dim]
+                })
             }
             Expr::Param(k) => match &self.params[*k] {
                 ParamRepr::Index(v) => Lin::var(*v),
@@ -1597,7 +1609,9 @@ impl<'a> Lower<'a> {
         let ctrl = |l: Lin| -> Res<IExpr> { Ok(IExpr::cast(COORD, self.lin_expr(&l, env)?)) };
         Ok(match e {
             Expr::Lit(s) => literal(*s),
-            Expr::Var(_) | Expr::RVar(_) => ctrl(self.to_lin(e, Some(ctx))?)?,
+            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } => {
+                ctrl(self.to_lin(e, Some(ctx))?)?
+            }
             Expr::Param(k) => match &self.params[*k] {
                 ParamRepr::Index(v) => ctrl(Lin::var(*v))?,
                 ParamRepr::Scalar(b) => b.get(),
@@ -1784,7 +1798,7 @@ fn join(a: Vec<(End, End)>, b: Vec<(End, End)>) -> Vec<(End, End)> {
 fn subst_vars(e: &Expr, args: &[Expr]) -> Expr {
     match e {
         Expr::Var(k) => args[*k].clone(),
-        Expr::Lit(_) | Expr::RVar(_) | Expr::Param(_) => e.clone(),
+        Expr::Lit(_) | Expr::RVar(_) | Expr::Param(_) | Expr::InputDim { .. } => e.clone(),
         Expr::Call(c, xs) => Expr::Call(*c, xs.iter().map(|a| subst_vars(a, args)).collect()),
         Expr::Unary(op, a) => Expr::Unary(*op, Box::new(subst_vars(a, args))),
         Expr::Binary(op, a, b) => Expr::binary(*op, subst_vars(a, args), subst_vars(b, args)),
@@ -1796,4 +1810,48 @@ fn subst_vars(e: &Expr, args: &[Expr]) -> Expr {
         Expr::Cast(t, a) => Expr::cast(*t, subst_vars(a, args)),
         Expr::Math(m, xs) => Expr::Math(*m, xs.iter().map(|a| subst_vars(a, args)).collect()),
     }
+}
+
+/// The value of a control expression of a lowered proc (a region bound, a precondition's side)
+/// with its variables given by name; `None` when a variable has no value or the expression is
+/// not control arithmetic.
+pub fn eval_control(e: &IExpr, env: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+    use weft_ir::ExprKind;
+    Some(match e.kind() {
+        ExprKind::Const(Const::Int(v)) => *v,
+        ExprKind::Const(Const::Bool(b)) => *b as i64,
+        ExprKind::Var(s) => env(s.name())?,
+        ExprKind::Unary(UnOp::Neg, a) => eval_control(a, env)?.checked_neg()?,
+        ExprKind::Unary(_, a) => (eval_control(a, env)? == 0) as i64,
+        ExprKind::Select(c, a, b) => {
+            if eval_control(c, env)? != 0 {
+                eval_control(a, env)?
+            } else {
+                eval_control(b, env)?
+            }
+        }
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (eval_control(a, env)?, eval_control(b, env)?);
+            match op {
+                BinOp::Add => a.checked_add(b)?,
+                BinOp::Sub => a.checked_sub(b)?,
+                BinOp::Mul => a.checked_mul(b)?,
+                BinOp::Div if b == 0 => 0,
+                BinOp::Div => a.checked_div_euclid(b)?,
+                BinOp::Mod if b == 0 => 0,
+                BinOp::Mod => a.checked_rem_euclid(b)?,
+                BinOp::Min => a.min(b),
+                BinOp::Max => a.max(b),
+                BinOp::Lt => (a < b) as i64,
+                BinOp::Le => (a <= b) as i64,
+                BinOp::Gt => (a > b) as i64,
+                BinOp::Ge => (a >= b) as i64,
+                BinOp::Eq => (a == b) as i64,
+                BinOp::Ne => (a != b) as i64,
+                BinOp::And => (a != 0 && b != 0) as i64,
+                BinOp::Or => (a != 0 || b != 0) as i64,
+            }
+        }
+        _ => return None,
+    })
 }

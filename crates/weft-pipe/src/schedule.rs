@@ -517,7 +517,7 @@ impl FuncHandle<'_> {
 
     /// The tail a split by `vectorize`/`unroll` with a factor uses: Halide's `Auto`
     /// (`ShiftInwards` on pure stages, `GuardWithIf` on update stages).
-    fn auto_tail(&self) -> Tail {
+    pub(crate) fn auto_tail(&self) -> Tail {
         if self.stage == 0 {
             Tail::ShiftInwards
         } else {

@@ -222,6 +222,15 @@ impl Validator<'_> {
                     None
                 }
             },
+            Expr::InputDim { input, dim, .. } => match self.p.inputs.get(*input) {
+                Some(i) if *dim < i.rank => Some(COORD),
+                _ => {
+                    self.err(format!(
+                        "`{fname}` reads the bounds of dimension {dim} of input {input}, which does not exist"
+                    ));
+                    None
+                }
+            },
             Expr::Var(k) | Expr::RVar(k) if ctx.startup => {
                 let _ = k;
                 self.err(format!(

@@ -184,6 +184,7 @@ proc f(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
                 ParamKind::Buffer => "x",
                 ParamKind::ConfigField => "C.k",
                 ParamKind::Binding => "n = 4",
+                ParamKind::Func | ParamKind::Var => "x",
             })
             .collect();
         let text = format!("{}({})", p.name, args.join(", "));

@@ -30,7 +30,7 @@
 //! depth is safe whatever the caller's stack size and optimisation level.
 
 mod lexer;
-pub use lexer::{comments, layout};
+pub use lexer::{comments, layout, lex, Tok, Token};
 mod parser;
 
 use std::collections::{BTreeMap, HashMap};
@@ -298,6 +298,7 @@ pub fn prelude() -> &'static Module {
         configs: Vec::new(),
         procs: Vec::new(),
         schedules: Vec::new(),
+        pipelines: Vec::new(),
     };
     // The prelude is part of this crate and covered by tests; should it ever fail to parse, the
     // empty module makes every memory lookup fail with a clear `unknown memory` error.

@@ -141,7 +141,9 @@ pub fn parse_step(
     Ok(step)
 }
 
-const ITEM_KEYWORDS: &[&str] = &["import", "memory", "config", "proc", "instr", "schedule"];
+const ITEM_KEYWORDS: &[&str] = &[
+    "import", "memory", "config", "proc", "instr", "schedule", "pipeline",
+];
 
 fn is_keyword(s: &str) -> bool {
     weft_ir::print::KEYWORDS.contains(&s)
@@ -301,14 +303,68 @@ impl<'a, 'r> Parser<'a, 'r> {
                 Tok::Ident(s) if s == "proc" => self.proc(false),
                 Tok::Ident(s) if s == "instr" => self.proc(true),
                 Tok::Ident(s) if s == "schedule" => self.schedule(),
+                Tok::Ident(s) if s == "pipeline" => self.pipeline_item(),
                 _ => Err(self.expected(
-                    "an item (`import`, `memory`, `config`, `proc`, `instr` or `schedule`)",
+                    "an item (`import`, `memory`, `config`, `proc`, `instr`, `schedule` or `pipeline`)",
                 )),
             };
             if let Err(d) = r {
                 self.diags.push(d);
                 self.recover();
             }
+        }
+    }
+
+    /// A `pipeline` item, kept as text for the pipeline layer: its name, then everything up to
+    /// the brace that closes its first `{`.
+    pub(super) fn pipeline_item(&mut self) -> PResult<()> {
+        let lo = self.lo();
+        self.bump();
+        let (name, span) = self.name()?;
+        self.define_item(&name, span)?;
+        self.skip_braced()?;
+        self.push_pipeline_item(name, None, lo);
+        Ok(())
+    }
+
+    pub(super) fn push_pipeline_item(&mut self, name: String, base: Option<String>, lo: u32) {
+        let span = self.span_from(lo);
+        let text = self
+            .text
+            .get(span.lo as usize..span.hi as usize)
+            .unwrap_or_default()
+            .to_string();
+        self.module.pipelines.push(weft_ir::PipelineItem {
+            name,
+            base,
+            text,
+            span,
+        });
+    }
+
+    /// Skip to the `}` that closes the next `{`, inclusive.
+    pub(super) fn skip_braced(&mut self) -> PResult<()> {
+        while !self.is_punct("{") {
+            if *self.tok() == Tok::Eof {
+                return Err(self.expected("`{`"));
+            }
+            self.bump();
+        }
+        let mut depth = 0usize;
+        loop {
+            match self.tok() {
+                Tok::Eof => return Err(self.expected("`}`")),
+                Tok::Punct("{") => depth += 1,
+                Tok::Punct("}") => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.bump();
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            self.bump();
         }
     }
 

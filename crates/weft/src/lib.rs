@@ -16,6 +16,7 @@ pub mod build;
 pub mod format;
 pub mod hostbuf;
 pub mod link;
+pub mod pipeline;
 pub mod run;
 
 /// ndarray, whose views the JIT's call API takes ([`jit::BufArg`] converts them).

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use weft_interp::{ArgValue, Buffer, ConfigState, Scalar};
-use weft_ir::{BinOp, Const, Expr as IExpr, ExprKind, Memory};
+use weft_ir::{BinOp, Expr as IExpr, Memory};
 use weft_pipe::ast::{Expr, Pipeline};
 use weft_pipe::interp::{realize, Args, InputBuffer};
 use weft_pipe::lower::{lower_with, Engine, Lowered};
@@ -153,42 +153,8 @@ pub fn run_proc(
 
 /// The value of a control expression with its variables named in `env`.
 pub fn eval(e: &IExpr, env: &HashMap<&str, i64>) -> i64 {
-    match e.kind() {
-        ExprKind::Const(Const::Int(v)) => *v,
-        ExprKind::Var(s) => *env
-            .get(s.name())
-            .unwrap_or_else(|| panic!("no value for `{}` in {e}", s.name())),
-        ExprKind::Binary(op, a, b) => {
-            let (a, b) = (eval(a, env), eval(b, env));
-            match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a.div_euclid(b),
-                BinOp::Mod => a.rem_euclid(b),
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                BinOp::Lt => (a < b) as i64,
-                BinOp::Le => (a <= b) as i64,
-                BinOp::Gt => (a > b) as i64,
-                BinOp::Ge => (a >= b) as i64,
-                BinOp::Eq => (a == b) as i64,
-                BinOp::Ne => (a != b) as i64,
-                BinOp::And => (a != 0 && b != 0) as i64,
-                BinOp::Or => (a != 0 || b != 0) as i64,
-            }
-        }
-        ExprKind::Select(c, a, b) => {
-            if eval(c, env) != 0 {
-                eval(a, env)
-            } else {
-                eval(b, env)
-            }
-        }
-        ExprKind::Unary(weft_ir::UnOp::Neg, a) => -eval(a, env),
-        ExprKind::Unary(_, a) => (eval(a, env) == 0) as i64,
-        other => panic!("not a control expression: {other:?}"),
-    }
+    weft_pipe::lower::eval_control(e, &|n| env.get(n).copied())
+        .unwrap_or_else(|| panic!("cannot evaluate {e} with {env:?}"))
 }
 
 /// A func's regions evaluated: (computed, allocated), per dimension (min, max).

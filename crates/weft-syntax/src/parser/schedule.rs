@@ -20,6 +20,12 @@ impl Parser<'_, '_> {
         self.define_item(&name, name_span)?;
         self.expect_punct("=")?;
         let (base, base_span) = self.name()?;
+        if self.module.pipelines.iter().any(|p| p.name == base) {
+            // A schedule of a pipeline: its directives are the pipeline layer's to read.
+            self.skip_braced()?;
+            self.push_pipeline_item(name, Some(base), lo);
+            return Ok(());
+        }
         let known = self.scope.procs.contains_key(&base)
             || self.module.schedules.iter().any(|d| d.name == base);
         if !known {
@@ -144,6 +150,8 @@ impl Parser<'_, '_> {
             },
             ParamKind::Int => Ok(SchedValue::Int(self.signed_int()?)),
             ParamKind::NewName
+            | ParamKind::Func
+            | ParamKind::Var
             | ParamKind::Memory
             | ParamKind::Proc
             | ParamKind::Buffer

@@ -521,6 +521,7 @@ impl Gen {
             configs: vec![self.config.clone()],
             procs,
             schedules: vec![],
+            pipelines: vec![],
         }
     }
 }

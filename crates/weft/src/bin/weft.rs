@@ -72,6 +72,41 @@ enum Command {
         #[arg(long)]
         trace: bool,
     },
+    /// Print a pipeline's lowered proc: with every func at its default level, then after its
+    /// schedule's directives and proc-level steps (PIPELINE names a pipeline or a schedule of one).
+    Lower { file: PathBuf, pipeline: String },
+    /// Print the region of every func of a lowered pipeline, and what it reads of its inputs
+    /// (for a window `--size`, as numbers; without, as expressions).
+    Bounds {
+        file: PathBuf,
+        pipeline: String,
+        /// The window: `640x480` (mins 0), once per output dimension as `WxH...`.
+        #[arg(long)]
+        size: Option<String>,
+        /// A parameter, NAME=VALUE.
+        #[arg(long = "param", value_parser = parse_size)]
+        params: Vec<(String, i64)>,
+    },
+    /// Realize a pipeline: compile it, run it on a window and write (or summarize) the output.
+    Realize {
+        file: PathBuf,
+        pipeline: String,
+        /// The window: `640x480` (mins 0); default the size of `--in`.
+        #[arg(long)]
+        size: Option<String>,
+        /// A PNG (8- or 16-bit) for the first input; other inputs get random values.
+        #[arg(long = "in")]
+        input: Option<PathBuf>,
+        /// Write the first output as a PNG.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A parameter, NAME=VALUE (integers for i32 parameters, numbers for floats).
+        #[arg(long = "param")]
+        params: Vec<String>,
+        /// Timed repetitions (the best is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+    },
     /// Print the reference of the scheduling primitives (docs/schedules.md), or of one.
     Primitives { name: Option<String> },
     /// Run every `// run:` line of every .weft file in a directory (the shipped examples).
@@ -117,6 +152,121 @@ fn run_one(
         reps,
     };
     Ok(run_and_compare(&program, &p, &jit, &opts)?.to_string())
+}
+
+/// `640x480` as a window with mins 0.
+fn parse_window(s: &str) -> Result<Vec<(i64, i64)>, Error> {
+    s.split('x')
+        .map(|d| {
+            d.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|&e| e >= 1)
+                .map(|e| (0, e))
+                .ok_or_else(|| Error::message(format!("error: `{s}` is not a size like 640x480")))
+        })
+        .collect()
+}
+
+fn bounds_report(
+    lp: &weft::pipeline::LoweredPipeline,
+    size: Option<&str>,
+    params: &[(String, i64)],
+) -> Result<String, Error> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let range = |(a, b): &(weft::ir::Expr, weft::ir::Expr)| format!("[{a}, {b}]");
+    for r in &lp.lowered.regions {
+        let c: Vec<String> = r.computed.iter().map(range).collect();
+        let a: Vec<String> = r.allocated.iter().map(range).collect();
+        let _ = writeln!(
+            out,
+            "{}: computed {}; allocated {}",
+            r.func,
+            c.join(" x "),
+            a.join(" x ")
+        );
+    }
+    for (name, dims) in &lp.lowered.inputs {
+        let d: Vec<String> = dims.iter().map(range).collect();
+        let _ = writeln!(out, "input {name}: reads {}", d.join(" x "));
+    }
+    if let Some(size) = size {
+        let window = parse_window(size)?;
+        let regions = weft::pipeline::input_regions(lp, &window, params)?;
+        for ((name, _), r) in lp.lowered.inputs.iter().zip(regions) {
+            let d: Vec<String> = r
+                .iter()
+                .map(|(m, e)| format!("[{m}, {}]", m + e - 1))
+                .collect();
+            let _ = writeln!(out, "input {name} for {size}: {}", d.join(" x "));
+        }
+    }
+    Ok(out)
+}
+
+fn realize(
+    lp: &weft::pipeline::LoweredPipeline,
+    size: Option<&str>,
+    input: Option<&Path>,
+    out: Option<&Path>,
+    params: &[String],
+    reps: usize,
+) -> Result<String, Error> {
+    use weft::interp::Scalar;
+    let p = &lp.pipeline;
+    let mut inputs = Vec::new();
+    if let Some(path) = input {
+        let first = p
+            .inputs
+            .first()
+            .ok_or_else(|| Error::message("error: the pipeline has no input"))?;
+        inputs.push(Some(weft::pipeline::read_png(
+            path, first.elem, first.rank,
+        )?));
+    }
+    let window = match (size, inputs.first()) {
+        (Some(s), _) => parse_window(s)?,
+        (None, Some(Some(i))) => i.region.iter().take(2).cloned().collect(),
+        _ => {
+            return Err(Error::message(
+                "error: give the window (`--size 640x480`) or an input image",
+            ))
+        }
+    };
+    let mut values = Vec::new();
+    for kv in params {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| Error::message(format!("error: expected NAME=VALUE, found `{kv}`")))?;
+        let q =
+            p.params.iter().find(|q| q.name == k).ok_or_else(|| {
+                Error::message(format!("error: the pipeline has no parameter `{k}`"))
+            })?;
+        let x: f64 = v
+            .parse()
+            .map_err(|_| Error::message(format!("error: `{v}` is not a number")))?;
+        let s = if q.ty.is_float() {
+            Scalar::F64(x).cast(q.ty)
+        } else {
+            Scalar::from_int_wrapping(x as i128, q.ty)
+        };
+        values.push((k.to_string(), s));
+    }
+    let jit = weft::jit::Jit::new().map_err(|e| Error::message(format!("error: {e}")))?;
+    let r = weft::pipeline::realize(lp, &jit, &window, &values, inputs, reps)?;
+    let (name, data) = &r.outputs[0];
+    if let Some(path) = out {
+        weft::pipeline::write_png(path, &r.window, data)?;
+    }
+    let sum: f64 = (0..data.len()).map(|i| data.scalar(i).as_f64()).sum();
+    Ok(format!(
+        "{}: {name} on {:?} in {:.3} ms (best of {reps}); sum of values {sum}{}",
+        p.name,
+        r.window,
+        r.time.as_secs_f64() * 1e3,
+        out.map_or(String::new(), |o| format!("; wrote {}", o.display()))
+    ))
 }
 
 /// The `// run: ARGS` lines of a file, parsed as `weft run` options.
@@ -172,6 +322,54 @@ fn main() -> ExitCode {
                 println!("// result ({:.1} ms)", t0.elapsed().as_secs_f64() * 1e3);
             }
             print!("{p}");
+            Ok(())
+        }
+        Command::Lower { file, pipeline } => {
+            let program = weft::load(&file)?;
+            let lp = weft::pipeline::lower(&program, &pipeline)?;
+            let dram = weft::syntax::std_memory("DRAM").expect("the prelude has DRAM");
+            let plain = weft::pipe::schedule::Schedule::new(&lp.pipeline);
+            let before = weft::pipe::lower::lower(&lp.pipeline, &plain, &dram)
+                .map_err(|e| Error::message(format!("error: {e}")))?;
+            println!("// {pipeline}: every func at its default level");
+            println!("{}", before.proc);
+            println!("// {pipeline}: after its schedule");
+            print!("{}", lp.proc);
+            Ok(())
+        }
+        Command::Bounds {
+            file,
+            pipeline,
+            size,
+            params,
+        } => {
+            let program = weft::load(&file)?;
+            let lp = weft::pipeline::lower(&program, &pipeline)?;
+            print!("{}", bounds_report(&lp, size.as_deref(), &params)?);
+            Ok(())
+        }
+        Command::Realize {
+            file,
+            pipeline,
+            size,
+            input,
+            out,
+            params,
+            reps,
+        } => {
+            let program = weft::load(&file)?;
+            let lp = weft::pipeline::lower(&program, &pipeline)?;
+            println!(
+                "{}",
+                realize(
+                    &lp,
+                    size.as_deref(),
+                    input.as_deref(),
+                    out.as_deref(),
+                    &params,
+                    reps
+                )?
+            );
             Ok(())
         }
         Command::Primitives { name: None } => {

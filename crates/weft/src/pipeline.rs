@@ -1,0 +1,496 @@
+//! Pipelines of a `.weft` file: parsed and validated (`weft-pipe`), scheduled by their text
+//! schedules' directives, lowered into a proc with bounds inference, checked, and then scheduled
+//! further by the schedule's proc-level steps (`weft-sched`), checked again.
+
+use crate::hostbuf::HostData;
+use crate::{Error, Program};
+use std::sync::Arc;
+use weft_interp::{Buffer, Scalar};
+use weft_ir::{DType, Diagnostic, PipelineItem, Proc, Span};
+use weft_pipe::ast::Pipeline;
+use weft_pipe::lower::Lowered;
+use weft_pipe::schedule::Schedule;
+
+/// A pipeline of a program, lowered.
+pub struct LoweredPipeline {
+    /// The pipeline (named after the schedule when one was asked for).
+    pub pipeline: Pipeline,
+    pub schedule: Schedule,
+    /// The directives' result: the lowered proc before any proc-level step, and the regions.
+    pub lowered: Lowered,
+    /// The final proc: after the proc-level steps, checked.
+    pub proc: Arc<Proc>,
+}
+
+/// The pipelines and pipeline schedules of a program, by name.
+pub fn names(p: &Program) -> Vec<String> {
+    p.module.pipelines.iter().map(|i| i.name.clone()).collect()
+}
+
+fn item<'a>(p: &'a Program, name: &str) -> Option<&'a PipelineItem> {
+    p.module.pipelines.iter().find(|i| i.name == name)
+}
+
+fn fail(p: &Program, span: Span, rule: &'static str, msg: String) -> Error {
+    Error::new(&p.sources, vec![Diagnostic::new(rule, span, msg)])
+}
+
+/// A pipeline with its schedule and the proc-level steps (text, place) to apply after lowering.
+pub type Parsed = (Pipeline, Schedule, Vec<(String, Span)>);
+
+/// Parse and validate the pipeline `name` (a pipeline, or a schedule of one: then its chain of
+/// schedules back to the pipeline), giving the pipeline, its schedule and the proc-level steps.
+pub fn parse(p: &Program, name: &str) -> Result<Parsed, Error> {
+    let Some(it) = item(p, name) else {
+        let known = names(p);
+        return Err(Error::message(format!(
+            "error: no pipeline or pipeline schedule named `{name}` (the file has: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    // The chain of schedules, the pipeline first.
+    let mut chain = vec![it];
+    while let Some(base) = &chain.last().unwrap().base {
+        let Some(b) = item(p, base) else {
+            return Err(fail(
+                p,
+                it.span,
+                "unknown-name",
+                format!("unknown pipeline `{base}`"),
+            ));
+        };
+        if chain.len() > p.module.pipelines.len() {
+            return Err(fail(
+                p,
+                it.span,
+                "schedule",
+                "schedules based on each other".into(),
+            ));
+        }
+        chain.push(b);
+    }
+    chain.reverse();
+    let root = chain[0];
+    let mut pipeline = weft_pipe::parse::parse_pipeline(root.span.file, &root.text, root.span.lo)
+        .map_err(|d| Error::new(&p.sources, vec![d]))?;
+    if let Err(ds) = weft_pipe::validate::validate(&pipeline) {
+        let ds = ds
+            .into_iter()
+            .map(|mut d| {
+                d.span = root.span;
+                d
+            })
+            .collect();
+        return Err(Error::new(&p.sources, ds));
+    }
+    let mut schedule = Schedule::new(&pipeline);
+    let mut steps = Vec::new();
+    for s in &chain[1..] {
+        let parsed =
+            weft_pipe::script::parse_schedule(s.span.file, &s.text, s.span.lo, &pipeline, schedule)
+                .map_err(|d| Error::new(&p.sources, vec![d]))?;
+        schedule = parsed.schedule;
+        steps.extend(parsed.proc_steps);
+    }
+    pipeline.name = name.to_string();
+    Ok((pipeline, schedule, steps))
+}
+
+/// Lower the pipeline `name` (see [`parse`]) and apply its proc-level steps.
+pub fn lower(p: &Program, name: &str) -> Result<LoweredPipeline, Error> {
+    let (pipeline, schedule, steps) = parse(p, name)?;
+    let span = item(p, name).map_or(Span::DUMMY, |i| i.span);
+    let dram = weft_syntax::std_memory("DRAM").ok_or_else(|| Error::message("no DRAM"))?;
+    let lowered = weft_pipe::lower::lower(&pipeline, &schedule, &dram).map_err(|e| {
+        let mut d = Diagnostic::new("schedule", span, e.to_string());
+        if !e.alternatives.is_empty() {
+            d = d.with_note(format!("legal instead: {}", e.alternatives.join(", ")));
+        }
+        Error::new(&p.sources, vec![d])
+    })?;
+    if let Err(d) = weft_check::check_proc(&lowered.proc) {
+        return Err(Error::new(&p.sources, d));
+    }
+    let mut sched = weft_sched::Schedule::new(lowered.proc.clone());
+    let (module, scope) = (&p.module, &p.scope);
+    let memories = |n: &str| {
+        module
+            .memory(n)
+            .or_else(|| scope.memories.get(n))
+            .cloned()
+            .or_else(|| weft_syntax::std_memory(n))
+    };
+    let procs = |n: &str| module.proc(n).or_else(|| scope.procs.get(n)).cloned();
+    for (text, at) in &steps {
+        let mut sc = p.scope.clone();
+        let step = weft_syntax::parse_step(at.file, text, &mut sc).map_err(|mut d| {
+            d.span = *at;
+            Error::new(&p.sources, vec![d])
+        })?;
+        weft_sched::script::apply_step_in(&mut sched, &step, &memories, &procs).map_err(|e| {
+            let mut d = e.to_diagnostic();
+            d.span = *at;
+            Error::new(&p.sources, vec![d])
+        })?;
+    }
+    let proc = sched.proc().clone();
+    if !steps.is_empty() {
+        if let Err(d) = weft_check::check_procs(std::slice::from_ref(&proc)) {
+            return Err(Error::new(&p.sources, d));
+        }
+    }
+    Ok(LoweredPipeline {
+        pipeline,
+        schedule,
+        lowered,
+        proc,
+    })
+}
+
+/// An input given to [`realize`]: its region (min, extent per dimension, first dimension
+/// innermost) and its values.
+pub struct InputData {
+    pub region: Vec<(i64, i64)>,
+    pub data: HostData,
+}
+
+/// The outputs of a realization, each dense over the window (first dimension innermost).
+pub struct Realization {
+    pub window: Vec<(i64, i64)>,
+    pub outputs: Vec<(String, HostData)>,
+    /// The region read of each input.
+    pub input_regions: Vec<Vec<(i64, i64)>>,
+    /// Time of the compiled call (the best of `reps`).
+    pub time: std::time::Duration,
+}
+
+/// What `lp` reads of each input to realize `window` (Halide's `infer_input_bounds`), with
+/// `params` the `i32` parameters' values by name.
+pub fn input_regions(
+    lp: &LoweredPipeline,
+    window: &[(i64, i64)],
+    params: &[(String, i64)],
+) -> Result<Vec<Vec<(i64, i64)>>, Error> {
+    input_regions_given(lp, window, params, &[])
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+}
+
+/// [`input_regions`], knowing the regions of some inputs already (a boundary condition's reads
+/// depend on its input's bounds); one result per input.
+fn input_regions_given(
+    lp: &LoweredPipeline,
+    window: &[(i64, i64)],
+    params: &[(String, i64)],
+    known: &[Option<Vec<(i64, i64)>>],
+) -> Vec<Result<Vec<(i64, i64)>, Error>> {
+    let mut named: Vec<(String, &[(i64, i64)])> = lp
+        .pipeline
+        .outputs
+        .iter()
+        .map(|&o| (lp.pipeline.funcs[o].name.clone(), window))
+        .collect();
+    for (k, r) in known.iter().enumerate() {
+        if let (Some(r), Some(i)) = (r, lp.pipeline.inputs.get(k)) {
+            named.push((i.name.clone(), r.as_slice()));
+        }
+    }
+    let env = |n: &str| -> Option<i64> {
+        for (o, dims) in &named {
+            if let Some(rest) = n.strip_prefix(&format!("{o}_")) {
+                let (d, what) = rest.split_once('_')?;
+                let (min, ext) = *dims.get(d.parse::<usize>().ok()?)?;
+                return match what {
+                    "min" => Some(min),
+                    "extent" => Some(ext),
+                    _ => None,
+                };
+            }
+        }
+        params.iter().find(|(k, _)| k == n).map(|(_, v)| *v)
+    };
+    lp.lowered
+        .inputs
+        .iter()
+        .map(|(name, dims)| {
+            dims.iter()
+                .map(|(lo, hi)| {
+                    match (
+                        weft_pipe::lower::eval_control(lo, &env),
+                        weft_pipe::lower::eval_control(hi, &env),
+                    ) {
+                        (Some(l), Some(h)) => Ok((l, (h - l + 1).max(1))),
+                        _ => Err(Error::message(format!(
+                            "error: the region of input `{name}` depends on a value not given (a parameter, or its own bounds)"
+                        ))),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Compile `lp` and realize its outputs on `window`. `params` gives every parameter (by name);
+/// an input left `None` gets random values over the region the window needs.
+pub fn realize(
+    lp: &LoweredPipeline,
+    jit: &weft_jit::Jit,
+    window: &[(i64, i64)],
+    params: &[(String, Scalar)],
+    inputs: Vec<Option<InputData>>,
+    reps: usize,
+) -> Result<Realization, Error> {
+    let p = &lp.pipeline;
+    for &o in &p.outputs {
+        if p.funcs[o].vars.len() != window.len() {
+            return Err(Error::message(format!(
+                "error: output `{}` has {} dimensions; the window has {}",
+                p.funcs[o].name,
+                p.funcs[o].vars.len(),
+                window.len()
+            )));
+        }
+    }
+    if window.iter().any(|&(_, e)| e < 1) {
+        return Err(Error::message(
+            "error: every extent of the window must be at least 1",
+        ));
+    }
+    let ints: Vec<(String, i64)> = params
+        .iter()
+        .filter_map(|(k, v)| match v {
+            Scalar::I32(x) => Some((k.clone(), *x as i64)),
+            _ => None,
+        })
+        .collect();
+    let known: Vec<Option<Vec<(i64, i64)>>> = (0..p.inputs.len())
+        .map(|k| {
+            inputs
+                .get(k)
+                .and_then(|g| g.as_ref())
+                .map(|g| g.region.clone())
+        })
+        .collect();
+    let regions = input_regions_given(lp, window, &ints, &known);
+    let mut args_data: Vec<(Vec<usize>, HostData)> = Vec::new();
+    let mut ctrl: Vec<Vec<i64>> = Vec::new();
+    let mut value_of = Vec::new();
+    for q in &p.params {
+        let v = params
+            .iter()
+            .find(|(k, _)| *k == q.name)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| Error::message(format!("error: no value for parameter `{}`", q.name)))?;
+        if v.dtype() != q.ty {
+            return Err(Error::message(format!(
+                "error: parameter `{}` is {}, given {}",
+                q.name,
+                q.ty,
+                v.dtype()
+            )));
+        }
+        value_of.push(v);
+    }
+    let mut seed = 0x5EEDu64;
+    let mut used_regions = Vec::new();
+    for (k, inp) in p.inputs.iter().enumerate() {
+        let given = inputs.get(k).and_then(|g| g.as_ref());
+        let (region, data) = match given {
+            Some(g) => {
+                if g.region.len() != inp.rank {
+                    return Err(Error::message(format!(
+                        "error: input `{}` has {} dimensions; {} given",
+                        inp.name,
+                        inp.rank,
+                        g.region.len()
+                    )));
+                }
+                (g.region.clone(), g.data.clone())
+            }
+            None => {
+                // A region that depends on the input's own bounds (a boundary condition reads
+                // inside whatever it is given): the window's.
+                let region = match &regions[k] {
+                    Ok(r) => r.clone(),
+                    Err(_) => (0..inp.rank)
+                        .map(|d| window.get(d).copied().unwrap_or((0, 1)))
+                        .collect(),
+                };
+                let n: i64 = region.iter().map(|r| r.1).product();
+                let cells: Vec<Scalar> = (0..n)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        if inp.elem.is_float() {
+                            Scalar::F64((seed % 1000) as f64 / 1000.0).cast(inp.elem)
+                        } else {
+                            Scalar::from_int_wrapping((seed % 256) as i128, inp.elem)
+                        }
+                    })
+                    .collect();
+                let shape = region.iter().rev().map(|r| r.1 as usize).collect();
+                let b = Buffer::from_scalars(inp.elem, shape, cells);
+                (region, HostData::from_buffer(&b))
+            }
+        };
+        ctrl.push(region.iter().flat_map(|&(m, e)| [m, e]).collect());
+        args_data.push((region.iter().rev().map(|r| r.1 as usize).collect(), data));
+        used_regions.push(region);
+    }
+    let wshape: Vec<usize> = window.iter().rev().map(|r| r.1 as usize).collect();
+    let len: usize = wshape.iter().product();
+    for &o in &p.outputs {
+        let b = Buffer::zeros(p.funcs[o].ty, vec![len]);
+        ctrl.push(window.iter().flat_map(|&(m, e)| [m, e]).collect());
+        args_data.push((wshape.clone(), HostData::from_buffer(&b)));
+    }
+    let module = jit
+        .compile(std::slice::from_ref(&lp.proc))
+        .map_err(|e| Error::message(format!("error: {e}")))?;
+    let kernel = module
+        .kernel(&lp.proc.name)
+        .map_err(|e| Error::message(format!("error: {e}")))?;
+    let mut scalars: Vec<HostData> = value_of
+        .iter()
+        .filter(|v| v.dtype() != DType::I32)
+        .map(|v| HostData::from_buffer(&Buffer::from_scalars(v.dtype(), vec![], vec![*v])))
+        .collect();
+    let mut best = std::time::Duration::MAX;
+    for _ in 0..reps.max(1) {
+        let mut args: Vec<weft_jit::Arg> = Vec::new();
+        let mut sc = scalars.iter_mut();
+        for v in &value_of {
+            match v {
+                Scalar::I32(x) => args.push(weft_jit::Arg::Int(*x as i64)),
+                _ => args.push(sc.next().expect("one per parameter").as_arg(&[])),
+            }
+        }
+        for ((shape, data), c) in args_data.iter_mut().zip(&ctrl) {
+            args.extend(c.iter().map(|&v| weft_jit::Arg::Int(v)));
+            args.push(data.as_arg(shape));
+        }
+        let t = std::time::Instant::now();
+        kernel
+            .call(&mut args)
+            .map_err(|e| Error::message(format!("error: {e}")))?;
+        best = best.min(t.elapsed());
+    }
+    let outputs = p
+        .outputs
+        .iter()
+        .zip(args_data.into_iter().skip(p.inputs.len()))
+        .map(|(&o, (_, d))| (p.funcs[o].name.clone(), d))
+        .collect();
+    Ok(Realization {
+        window: window.to_vec(),
+        outputs,
+        input_regions: used_regions,
+        time: best,
+    })
+}
+
+/// Read a PNG as an input of element type `elem` (u8 or u16) and rank 2 (gray: x, y) or 3
+/// (x, y, channel, planar as Halide's), placed at min 0.
+pub fn read_png(path: &std::path::Path, elem: DType, rank: usize) -> Result<InputData, Error> {
+    let img = image::open(path)
+        .map_err(|e| Error::message(format!("error: cannot read {}: {e}", path.display())))?;
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let channels = match rank {
+        2 => 1,
+        3 => 3,
+        _ => {
+            return Err(Error::message(format!(
+                "error: a PNG is an input of 2 (gray) or 3 (RGB) dimensions, not {rank}"
+            )))
+        }
+    };
+    let planar = |px: &[u16]| -> Vec<u16> {
+        let mut out = vec![0u16; w * h * channels];
+        for (i, chunk) in px.chunks(channels).enumerate() {
+            for (c, v) in chunk.iter().enumerate() {
+                out[c * w * h + i] = *v;
+            }
+        }
+        out
+    };
+    let data = match (elem, channels) {
+        (DType::U8, 1) => HostData::U8(img.to_luma8().into_raw()),
+        (DType::U8, _) => HostData::U8(
+            planar(
+                &img.to_rgb8()
+                    .into_raw()
+                    .iter()
+                    .map(|&v| v as u16)
+                    .collect::<Vec<_>>(),
+            )
+            .into_iter()
+            .map(|v| v as u8)
+            .collect(),
+        ),
+        (DType::U16, 1) => HostData::U16(img.to_luma16().into_raw()),
+        (DType::U16, _) => HostData::U16(planar(&img.to_rgb16().into_raw())),
+        _ => {
+            return Err(Error::message(format!(
+                "error: a PNG is read into a u8 or u16 input, not {elem}"
+            )))
+        }
+    };
+    let mut region = vec![(0, w as i64), (0, h as i64)];
+    if rank == 3 {
+        region.push((0, 3));
+    }
+    Ok(InputData { region, data })
+}
+
+/// Write an output (u8 or u16, 2 dimensions, or 3 with 1 or 3 channels) as a PNG.
+pub fn write_png(
+    path: &std::path::Path,
+    window: &[(i64, i64)],
+    data: &HostData,
+) -> Result<(), Error> {
+    let (w, h) = (window[0].1 as u32, window.get(1).map_or(1, |d| d.1) as u32);
+    let channels = window.get(2).map_or(1, |d| d.1) as usize;
+    let n = (w * h) as usize;
+    let interleave = |v: &dyn Fn(usize) -> u16| -> Vec<u16> {
+        (0..n * channels)
+            .map(|i| v((i % channels) * n + i / channels))
+            .collect()
+    };
+    let err = |e: image::ImageError| {
+        Error::message(format!("error: cannot write {}: {e}", path.display()))
+    };
+    match (data, channels) {
+        (HostData::U8(v), 1) => image::GrayImage::from_raw(w, h, v.clone())
+            .ok_or_else(|| Error::message("error: bad image size"))?
+            .save(path)
+            .map_err(err),
+        (HostData::U8(v), 3) => image::RgbImage::from_raw(
+            w,
+            h,
+            interleave(&|i| v[i] as u16).into_iter().map(|x| x as u8).collect(),
+        )
+        .ok_or_else(|| Error::message("error: bad image size"))?
+        .save(path)
+        .map_err(err),
+        (HostData::U16(v), 1) => {
+            image::ImageBuffer::<image::Luma<u16>, _>::from_raw(w, h, v.clone())
+                .ok_or_else(|| Error::message("error: bad image size"))?
+                .save(path)
+                .map_err(err)
+        }
+        (HostData::U16(v), 3) => {
+            image::ImageBuffer::<image::Rgb<u16>, _>::from_raw(w, h, interleave(&|i| v[i]))
+                .ok_or_else(|| Error::message("error: bad image size"))?
+                .save(path)
+                .map_err(err)
+        }
+        _ => Err(Error::message(
+            "error: PNG output needs a u8 or u16 output of 2 dimensions (or 3 with 1 or 3 channels)",
+        )),
+    }
+}

@@ -778,6 +778,25 @@ pub fn reference_markdown() -> String {
         out.push('\n');
         out.push_str(&reference_of(p));
     }
+    out.push_str(
+        "\n# Pipeline directives\n\n\
+         A schedule of a pipeline (`docs/pipelines.md`) applies these to funcs, \
+         `f.split(x, xo, xi, 8).parallel(xo);`, each to the func's pure stage or to the update \
+         stage `update(k)` selected; a statement that is not a func's chain is one of the steps \
+         above, applied to the lowered proc.\n\n| directive | effect |\n|---|---|\n",
+    );
+    for p in DIRECTIVES {
+        out.push_str(&format!(
+            "| [`{}`](#{}) | {} |\n",
+            p.usage(),
+            p.name,
+            first_sentence(p.effect)
+        ));
+    }
+    for p in DIRECTIVES {
+        out.push('\n');
+        out.push_str(&reference_of(p));
+    }
     out
 }
 

@@ -605,13 +605,16 @@ impl<'a> Lower<'a> {
         // Cycles: a func computed inside itself.
         for fi in 0..n {
             if !self.funcs[fi].inline && self.chain(fi).iter().any(|&(g, _, _)| g == fi) {
-                return Err(fail(
+                let mut e = fail(
                     "compute-at",
                     format!(
                         "`{}` is computed inside its own loops",
                         self.p.funcs[fi].name
                     ),
-                ));
+                );
+                e.directive = format!("{}.compute_at(..)", self.p.funcs[fi].name);
+                e.alternatives = self.legal_sites(fi);
+                return Err(e);
             }
         }
         for fi in 0..n {
@@ -657,8 +660,43 @@ impl<'a> Lower<'a> {
                     ),
                 ));
             }
+            // One buffer written by the iterations of a parallel loop at once would race
+            // (Halide rejects this too).
+            if let Some(par) = self.parallel_between(store, fi) {
+                return Err(fail(
+                    "store-parallel",
+                    format!(
+                        "`{}` is stored outside the parallel loop `{par}` and computed inside it: its iterations would write one buffer at once; store it inside that loop (or at its compute level)",
+                        self.p.funcs[fi].name
+                    ),
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// A parallel loop between `store` and `f`'s compute level (the compute loop included), by
+    /// name.
+    fn parallel_between(&self, store: Site, f: usize) -> Option<String> {
+        let mut inside = store == Site::Root;
+        for (c, cs, d) in self.chain(f) {
+            let from = match store {
+                Site::At(sc, ss, sd) if sc == c && ss == cs && !inside => {
+                    inside = true;
+                    sd + 1
+                }
+                _ if inside => 0,
+                _ => continue,
+            };
+            let st = &self.funcs[c].stages[cs];
+            for k in from..=d.min(st.loops.len().saturating_sub(1)) {
+                let (v, kind) = st.loops[k];
+                if kind == LoopKind::Parallel {
+                    return Some(format!("{}.{}", self.p.funcs[c].name, st.vars[v].name));
+                }
+            }
+        }
+        None
     }
 
     /// Every loop level where `f` could be computed: the root and each loop that encloses all

@@ -148,6 +148,33 @@ fn err(directive: String, rule: &'static str, message: String) -> DirectiveError
     }
 }
 
+/// Whether two iterations of loop `var` (as named after the first `upto` splits) may cover the
+/// same points: it comes from a `ShiftInwards` split, whose last tile is shifted onto the one
+/// before (the outer loop's iterations overlap; so do the inner loop's, when the outer loop runs
+/// inside it), or is made from such a loop by splitting or fusing.
+fn overlaps(splits: &[SplitOp], upto: usize, var: &str) -> bool {
+    for k in (0..upto).rev() {
+        match &splits[k] {
+            SplitOp::Split {
+                old,
+                outer,
+                inner,
+                tail,
+                ..
+            } if outer == var || inner == var => {
+                return *tail == Tail::ShiftInwards || overlaps(splits, k, old)
+            }
+            SplitOp::Fuse {
+                inner,
+                outer,
+                fused,
+            } if fused == var => return overlaps(splits, k, inner) || overlaps(splits, k, outer),
+            _ => {}
+        }
+    }
+    false
+}
+
 /// The pure variables that appear plainly at their own position on a stage's left-hand side.
 pub fn stage_pure_vars(p: &Pipeline, func: usize, stage: usize) -> Vec<usize> {
     let f = &p.funcs[func];
@@ -503,6 +530,22 @@ impl FuncHandle<'_> {
                 ),
                 alternatives: alts,
             });
+        }
+        if kind == LoopKind::Parallel {
+            let splits = &self.s.funcs[self.func].stages[self.stage].splits;
+            if overlaps(splits, splits.len(), var) {
+                return Err(DirectiveError {
+                    directive,
+                    rule: "parallel-overlap",
+                    message: format!(
+                        "the tiles of `{var}` overlap (its split shifts the last tile inwards), so two iterations would write the same points at once, a data race"
+                    ),
+                    alternatives: vec![
+                        "split with GuardWithIf or RoundUp".into(),
+                        "a loop whose iterations write disjoint points".into(),
+                    ],
+                });
+            }
         }
         self.stage_mut().dims[k].kind = kind;
         Ok(())

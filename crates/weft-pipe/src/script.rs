@@ -25,7 +25,7 @@ use weft_syntax::Tok;
 pub struct PipelineSchedule {
     /// The pipeline's schedule after the directives.
     pub schedule: Schedule,
-    /// The proc-level steps, in order: each one's text (with its `;`) and where it is.
+    /// The proc-level steps, in order: each one's text (without its `;`) and where it is.
     pub proc_steps: Vec<(String, Span)>,
 }
 
@@ -71,9 +71,12 @@ pub fn parse_schedule(
             Some(f) => chain(&mut ps, p, &mut out.schedule, &f)?,
             None => {
                 let (lo, hi) = ps.until_semicolon()?;
+                // Without its `;`, as `weft_syntax::parse_step` reads a step.
                 let step = text
                     .get((lo - offset) as usize..(hi - offset) as usize)
                     .unwrap_or_default()
+                    .trim_end_matches(';')
+                    .trim_end()
                     .to_string();
                 out.proc_steps.push((step, Span::new(file, lo, hi)));
             }

@@ -320,6 +320,18 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
                     l.proc
                 );
             }
+            // Its parallel loops are race-free (the scheduler's proof).
+            let mut analysis = weft_sched::effects::Analysis::new();
+            if let Err(e) = weft_sched::prims::parallelize::check_parallel_loops(
+                &mut analysis,
+                &l.proc,
+                "parallel",
+            ) {
+                panic!(
+                    "the lowered proc ({engine:?}) races: {}\n{}\n{p:#?}\n{s:#?}",
+                    e.message, l.proc
+                );
+            }
             Some(l.proc)
         }
         Err(e) => {
@@ -327,7 +339,13 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
             assert!(
                 matches!(
                     e.rule,
-                    "compute-at" | "store-at" | "constant-extent" | "fuse" | "bounds" | "affine"
+                    "compute-at"
+                        | "store-at"
+                        | "store-parallel"
+                        | "constant-extent"
+                        | "fuse"
+                        | "bounds"
+                        | "affine"
                 ),
                 "unexpected rejection {e}\n{p:#?}\n{s:#?}"
             );

@@ -183,7 +183,7 @@ fn text_directives_build_the_apis_schedule() {
     let s = schedule(
         &p,
         "schedule fast = blur {
-            by.split(y, y, yi, 8).parallel(y).vectorize(x, 32);
+            by.split(y, y, yi, 8, GuardWithIf).parallel(y).vectorize(x, 32);
             bx.store_at(by, y).compute_at(by, yi).vectorize(x, 32);
         }",
     )
@@ -191,7 +191,7 @@ fn text_directives_build_the_apis_schedule() {
     let mut api = Schedule::new(&p);
     api.func(&p, "by")
         .unwrap()
-        .split("y", "y", "yi", 8, Tail::ShiftInwards)
+        .split("y", "y", "yi", 8, Tail::GuardWithIf)
         .unwrap()
         .parallel("y")
         .unwrap()
@@ -252,4 +252,65 @@ fn illegal_directives_are_diagnosed_with_the_rule_and_the_alternatives() {
     assert!(d.notes.iter().any(|n| n.contains('x')), "{d:?}");
     let d = schedule(&p, "schedule s = p { f.compute_inline(); }").expect_err("rejected");
     assert!(d.message.contains("output-root"), "{d:?}");
+}
+
+/// Malformed text never panics the parser, the validator or lowering: mutations of valid
+/// pipelines and schedules (characters deleted, duplicated, replaced) are parsed, validated and
+/// lowered; each either works or is a diagnostic.
+#[test]
+fn mutated_text_never_panics() {
+    let sources = [
+        BLUR,
+        "pipeline p(k: i32, input: i32[1]) -> out {
+            e = repeat_edge(input);
+            f(x): i32 = e(x) * 2;
+            f(x) += e(x + r) for r in 0..k where r < x;
+            out(x): u8 = u8_sat(f(x) / 3);
+        }",
+    ];
+    let schedule_text = "schedule s = blur { by.split(y, y, yi, 8).parallel(y).vectorize(x, 4); bx.compute_at(by, yi); }";
+    let alphabet: Vec<char> = "()[]{},;:.=+-*/%<>_ xyzrk0123456789abfiu".chars().collect();
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let dram = common::dram();
+    for round in 0..3000 {
+        let base = if round % 3 == 2 {
+            schedule_text
+        } else {
+            sources[round % 2]
+        };
+        let mut chars: Vec<char> = base.chars().collect();
+        for _ in 0..1 + next() % 3 {
+            let at = (next() as usize) % chars.len().max(1);
+            match next() % 3 {
+                0 => {
+                    chars.remove(at.min(chars.len() - 1));
+                }
+                1 => chars.insert(at, alphabet[(next() as usize) % alphabet.len()]),
+                _ => {
+                    let (k, c) = (
+                        at.min(chars.len() - 1),
+                        alphabet[(next() as usize) % alphabet.len()],
+                    );
+                    chars[k] = c;
+                }
+            }
+        }
+        let text: String = chars.into_iter().collect();
+        if round % 3 == 2 {
+            let p = parse(BLUR);
+            if let Ok(s) = parse_schedule(0, &text, 0, &p, Schedule::new(&p)) {
+                let _ = weft_pipe::lower::lower(&p, &s.schedule, &dram);
+            }
+        } else if let Ok(p) = parse_pipeline(0, &text, 0) {
+            if weft_pipe::validate::validate(&p).is_ok() {
+                let _ = weft_pipe::lower::lower(&p, &Schedule::new(&p), &dram);
+            }
+        }
+    }
 }

@@ -100,21 +100,40 @@ pub fn parse(p: &Program, name: &str) -> Result<Parsed, Error> {
     Ok((pipeline, schedule, steps))
 }
 
-/// Lower the pipeline `name` (see [`parse`]) and apply its proc-level steps.
-pub fn lower(p: &Program, name: &str) -> Result<LoweredPipeline, Error> {
-    let (pipeline, schedule, steps) = parse(p, name)?;
-    let span = item(p, name).map_or(Span::DUMMY, |i| i.span);
-    let dram = weft_syntax::std_memory("DRAM").ok_or_else(|| Error::message("no DRAM"))?;
-    let lowered = weft_pipe::lower::lower(&pipeline, &schedule, &dram).map_err(|e| {
+/// Lower a pipeline under a schedule, check the proc (every rule of `weft check`) and prove its
+/// parallel loops race-free, as for source-written ones. Diagnostics point at `span`.
+pub fn lower_checked(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    span: Span,
+) -> Result<Lowered, Vec<Diagnostic>> {
+    let dram = weft_syntax::std_memory("DRAM")
+        .ok_or_else(|| vec![Diagnostic::new("memory", span, "no DRAM in the prelude")])?;
+    let lowered = weft_pipe::lower::lower(pipeline, schedule, &dram).map_err(|e| {
         let mut d = Diagnostic::new("schedule", span, e.to_string());
         if !e.alternatives.is_empty() {
             d = d.with_note(format!("legal instead: {}", e.alternatives.join(", ")));
         }
-        Error::new(&p.sources, vec![d])
+        vec![d]
     })?;
-    if let Err(d) = weft_check::check_proc(&lowered.proc) {
-        return Err(Error::new(&p.sources, d));
-    }
+    weft_check::check_proc(&lowered.proc)?;
+    let mut analysis = weft_sched::effects::Analysis::new();
+    weft_sched::prims::parallelize::check_parallel_loops(&mut analysis, &lowered.proc, "parallel")
+        .map_err(|e| {
+            let mut d = e.to_diagnostic();
+            d.rule = "race";
+            d.span = span;
+            vec![d]
+        })?;
+    Ok(lowered)
+}
+
+/// Lower the pipeline `name` (see [`parse`], [`lower_checked`]) and apply its proc-level steps.
+pub fn lower(p: &Program, name: &str) -> Result<LoweredPipeline, Error> {
+    let (pipeline, schedule, steps) = parse(p, name)?;
+    let span = item(p, name).map_or(Span::DUMMY, |i| i.span);
+    let lowered =
+        lower_checked(&pipeline, &schedule, span).map_err(|d| Error::new(&p.sources, d))?;
     let mut sched = weft_sched::Schedule::new(lowered.proc.clone());
     let (module, scope) = (&p.module, &p.scope);
     let memories = |n: &str| {
@@ -162,8 +181,8 @@ pub struct InputData {
 pub struct Realization {
     pub window: Vec<(i64, i64)>,
     pub outputs: Vec<(String, HostData)>,
-    /// The region read of each input.
-    pub input_regions: Vec<Vec<(i64, i64)>>,
+    /// The inputs the realization read (given, or made up over the region the window needs).
+    pub inputs: Vec<InputData>,
     /// Time of the compiled call (the best of `reps`).
     pub time: std::time::Duration,
 }
@@ -296,7 +315,6 @@ pub fn realize(
         value_of.push(v);
     }
     let mut seed = 0x5EEDu64;
-    let mut used_regions = Vec::new();
     for (k, inp) in p.inputs.iter().enumerate() {
         let given = inputs.get(k).and_then(|g| g.as_ref());
         let (region, data) = match given {
@@ -340,7 +358,6 @@ pub fn realize(
         };
         ctrl.push(region.iter().flat_map(|&(m, e)| [m, e]).collect());
         args_data.push((region.iter().rev().map(|r| r.1 as usize).collect(), data));
-        used_regions.push(region);
     }
     let wshape: Vec<usize> = window.iter().rev().map(|r| r.1 as usize).collect();
     let len: usize = wshape.iter().product();
@@ -380,18 +397,76 @@ pub fn realize(
             .map_err(|e| Error::message(format!("error: {e}")))?;
         best = best.min(t.elapsed());
     }
+    let mut data = args_data.into_iter().map(|(_, d)| d);
+    let inputs = ctrl
+        .iter()
+        .take(p.inputs.len())
+        .map(|c| InputData {
+            region: c.chunks(2).map(|m| (m[0], m[1])).collect(),
+            data: data.next().expect("one per input"),
+        })
+        .collect();
     let outputs = p
         .outputs
         .iter()
-        .zip(args_data.into_iter().skip(p.inputs.len()))
-        .map(|(&o, (_, d))| (p.funcs[o].name.clone(), d))
+        .zip(data)
+        .map(|(&o, d)| (p.funcs[o].name.clone(), d))
         .collect();
     Ok(Realization {
         window: window.to_vec(),
         outputs,
-        input_regions: used_regions,
+        inputs,
         time: best,
     })
+}
+
+/// Compare a realization with the pipeline interpreter (the reference semantics) on the same
+/// inputs: every point where the reference has a value must be the same bits. Returns the
+/// number of points compared.
+pub fn check_against_reference(
+    lp: &LoweredPipeline,
+    params: &[(String, Scalar)],
+    r: &Realization,
+) -> Result<usize, Error> {
+    let p = &lp.pipeline;
+    let args = weft_pipe::interp::Args {
+        params: p
+            .params
+            .iter()
+            .map(|q| {
+                params
+                    .iter()
+                    .find(|(k, _)| *k == q.name)
+                    .map(|(_, v)| *v)
+                    .ok_or_else(|| Error::message(format!("error: no value for `{}`", q.name)))
+            })
+            .collect::<Result<_, _>>()?,
+        inputs: r
+            .inputs
+            .iter()
+            .map(|i| weft_pipe::interp::InputBuffer {
+                region: i.region.clone(),
+                data: (0..i.data.len()).map(|k| i.data.scalar(k)).collect(),
+            })
+            .collect(),
+    };
+    let mut compared = 0;
+    for (&o, (name, got)) in p.outputs.iter().zip(&r.outputs) {
+        let want = weft_pipe::interp::realize(p, &args, o, &r.window)
+            .map_err(|e| Error::message(format!("error: the reference interpreter: {e}")))?;
+        for (k, w) in want.iter().enumerate() {
+            if let Ok(w) = w {
+                let g = got.scalar(k);
+                if !crate::hostbuf::same_bits(g, *w) {
+                    return Err(Error::message(format!(
+                        "error: `{name}` differs from the reference at point {k} of the window: {g:?}, the reference {w:?}"
+                    )));
+                }
+                compared += 1;
+            }
+        }
+    }
+    Ok(compared)
 }
 
 /// Read a PNG as an input of element type `elem` (u8 or u16) and rank 2 (gray: x, y) or 3

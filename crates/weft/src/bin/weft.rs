@@ -106,6 +106,9 @@ enum Command {
         /// Timed repetitions (the best is reported).
         #[arg(long, default_value_t = 3)]
         reps: usize,
+        /// Also run the pipeline interpreter on the same inputs and compare every point.
+        #[arg(long)]
+        check: bool,
     },
     /// Print the reference of the scheduling primitives (docs/schedules.md), or of one.
     Primitives { name: Option<String> },
@@ -205,15 +208,21 @@ fn bounds_report(
     Ok(out)
 }
 
-fn realize(
-    lp: &weft::pipeline::LoweredPipeline,
+/// `weft realize`: lower, compile, run (and with `check`, compare with the pipeline interpreter).
+#[allow(clippy::too_many_arguments)]
+fn realize_one(
+    file: &Path,
+    pipeline: &str,
     size: Option<&str>,
     input: Option<&Path>,
     out: Option<&Path>,
     params: &[String],
     reps: usize,
+    check: bool,
 ) -> Result<String, Error> {
     use weft::interp::Scalar;
+    let program = weft::load(file)?;
+    let lp = &weft::pipeline::lower(&program, pipeline)?;
     let p = &lp.pipeline;
     let mut inputs = Vec::new();
     if let Some(path) = input {
@@ -259,9 +268,15 @@ fn realize(
     if let Some(path) = out {
         weft::pipeline::write_png(path, &r.window, data)?;
     }
+    let checked = if check {
+        let n = weft::pipeline::check_against_reference(lp, &values, &r)?;
+        format!("; {n} points equal to the pipeline interpreter")
+    } else {
+        String::new()
+    };
     let sum: f64 = (0..data.len()).map(|i| data.scalar(i).as_f64()).sum();
     Ok(format!(
-        "{}: {name} on {:?} in {:.3} ms (best of {reps}); sum of values {sum}{}",
+        "{}: {name} on {:?} in {:.3} ms (best of {reps}); sum of values {sum}{checked}{}",
         p.name,
         r.window,
         r.time.as_secs_f64() * 1e3,
@@ -269,11 +284,16 @@ fn realize(
     ))
 }
 
-/// The `// run: ARGS` lines of a file, parsed as `weft run` options.
-fn run_lines(text: &str) -> Vec<Vec<String>> {
+/// The `// run: ARGS` and `// realize: ARGS` lines of a file: the command and its options.
+fn run_lines(text: &str) -> Vec<(&'static str, Vec<String>)> {
     text.lines()
-        .filter_map(|l| l.trim().strip_prefix("// run:"))
-        .map(|rest| rest.split_whitespace().map(str::to_string).collect())
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("// run:")
+                .map(|r| ("run", r))
+                .or_else(|| l.strip_prefix("// realize:").map(|r| ("realize", r)))
+        })
+        .map(|(verb, rest)| (verb, rest.split_whitespace().map(str::to_string).collect()))
         .collect()
 }
 
@@ -356,20 +376,19 @@ fn main() -> ExitCode {
             out,
             params,
             reps,
+            check,
         } => {
-            let program = weft::load(&file)?;
-            let lp = weft::pipeline::lower(&program, &pipeline)?;
-            println!(
-                "{}",
-                realize(
-                    &lp,
-                    size.as_deref(),
-                    input.as_deref(),
-                    out.as_deref(),
-                    &params,
-                    reps
-                )?
-            );
+            let report = realize_one(
+                &file,
+                &pipeline,
+                size.as_deref(),
+                input.as_deref(),
+                out.as_deref(),
+                &params,
+                reps,
+                check,
+            )?;
+            println!("{report}");
             Ok(())
         }
         Command::Primitives { name: None } => {
@@ -377,12 +396,14 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Primitives { name: Some(name) } => {
-            let p = weft_ir::primitives::primitive(&name).ok_or_else(|| {
-                Error::message(format!(
-                    "error: {}",
-                    weft_ir::primitives::unknown_message(&name)
-                ))
-            })?;
+            let p = weft_ir::primitives::primitive(&name)
+                .or_else(|| weft_ir::primitives::directive(&name))
+                .ok_or_else(|| {
+                    Error::message(format!(
+                        "error: {}",
+                        weft_ir::primitives::unknown_message(&name)
+                    ))
+                })?;
             print!("{}", weft_ir::primitives::reference_of(p));
             Ok(())
         }
@@ -459,13 +480,36 @@ fn main() -> ExitCode {
                 let text = std::fs::read_to_string(f).map_err(|e| {
                     Error::message(format!("error: cannot read {}: {e}", f.display()))
                 })?;
-                for line in run_lines(&text) {
+                for (verb, line) in run_lines(&text) {
                     let argv = std::iter::once("weft".to_string())
-                        .chain(std::iter::once("run".to_string()))
+                        .chain(std::iter::once(verb.to_string()))
                         .chain(std::iter::once(f.display().to_string()))
                         .chain(line);
                     runs += 1;
                     let outcome = match Cli::try_parse_from(argv) {
+                        // A pipeline is realized compiled and compared with its interpreter.
+                        Ok(Cli {
+                            command:
+                                Command::Realize {
+                                    file,
+                                    pipeline,
+                                    size,
+                                    input,
+                                    out,
+                                    params,
+                                    reps,
+                                    check: _,
+                                },
+                        }) => realize_one(
+                            &file,
+                            &pipeline,
+                            size.as_deref(),
+                            input.as_deref(),
+                            out.as_deref(),
+                            &params,
+                            reps,
+                            true,
+                        ),
                         Ok(Cli {
                             command:
                                 Command::Run {
@@ -477,7 +521,7 @@ fn main() -> ExitCode {
                                 },
                         }) => run_one(&file, &proc, &sizes, seed, reps),
                         Ok(_) => Err(Error::message(
-                            "error: a `// run:` line must hold `weft run` options",
+                            "error: a `// run:` line must hold `weft run` options, a `// realize:` line `weft realize` options",
                         )),
                         Err(e) => Err(Error::message(e.to_string())),
                     };

@@ -1,0 +1,176 @@
+//! Pipelines through the facade and the CLI as a user runs them: `weft lower`, `weft bounds`,
+//! `weft realize` (with PNG in and out, and the comparison with the pipeline interpreter), the
+//! shipped example with its multi-level schedule, and diagnostics for bad schedules.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .env("WEFT_CACHE_DIR", cache_dir())
+        .output()
+        .expect("run weft")
+}
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("weft-pipeline-cache")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn example() -> String {
+    format!(
+        "{}/../../examples/pipelines.weft",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// The example's multi-level schedule: directives, then a proc-level step on the lowered proc.
+#[test]
+fn a_pipeline_schedule_continues_with_proc_level_steps() {
+    let program = weft::load(Path::new(&example())).unwrap();
+    let lp = weft::pipeline::lower(&program, "box_blur_tiles").unwrap();
+    let before = lp.lowered.proc.to_string();
+    let after = lp.proc.to_string();
+    assert!(
+        before.contains("alloc blur_x: u16[") && before.contains("@ DRAM;"),
+        "{before}"
+    );
+    assert!(after.contains("@ DRAM_STACK;"), "{after}");
+    // Both compute what the pipeline interpreter computes.
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    for window in [vec![(0, 300), (0, 70)], vec![(-5, 33), (7, 3)]] {
+        let r = weft::pipeline::realize(&lp, &jit, &window, &[], vec![], 1).unwrap();
+        let n = weft::pipeline::check_against_reference(&lp, &[], &r).unwrap();
+        assert_eq!(n, (window[0].1 * window[1].1) as usize);
+    }
+}
+
+#[test]
+fn lower_prints_the_proc_before_and_after_the_schedule() {
+    let o = weft(&["lower", &example(), "box_blur_fast"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("// box_blur_fast: every func at its default level"),
+        "{t}"
+    );
+    assert!(t.contains("// box_blur_fast: after its schedule"), "{t}");
+    assert!(t.contains("for blur_y_y in par("), "{t}");
+}
+
+#[test]
+fn bounds_reports_regions_and_input_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("b.weft");
+    std::fs::write(
+        &f,
+        "pipeline b(input: u16[2]) -> out {
+            out(x, y): u16 = input(x - 1, y) + input(x + 1, y + 2);
+        }",
+    )
+    .unwrap();
+    let o = weft(&["bounds", f.to_str().unwrap(), "b", "--size", "640x480"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("input input for 640x480: [-1, 640] x [0, 481]"),
+        "{t}"
+    );
+}
+
+#[test]
+fn realize_reads_and_writes_png_and_checks_against_the_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("in.png");
+    let img = image::GrayImage::from_fn(64, 48, |x, y| image::Luma([(x * 3 + y * 5) as u8]));
+    img.save(&png).unwrap();
+    let f = dir.path().join("p.weft");
+    std::fs::write(
+        &f,
+        "pipeline brighten(input: u8[2], gain: f32) -> out {
+            e = repeat_edge(input);
+            out(x, y): u8 = u8_sat(f32(e(x - 1, y) + e(x + 1, y)) * gain);
+        }
+        schedule brighten_fast = brighten {
+            out.vectorize(x, 16).parallel(y);
+        }",
+    )
+    .unwrap();
+    let out = dir.path().join("out.png");
+    let o = weft(&[
+        "realize",
+        f.to_str().unwrap(),
+        "brighten_fast",
+        "--in",
+        png.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--param",
+        "gain=0.75",
+        "--check",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("3072 points equal to the pipeline interpreter"),
+        "{t}"
+    );
+    let back = image::open(&out).unwrap().to_luma8();
+    assert_eq!((back.width(), back.height()), (64, 48));
+    // out(10, 3) = sat((in(9, 3) + in(11, 3)) * 0.75), in u8 arithmetic before the conversion.
+    let px = |x: u32, y: u32| (x * 3 + y * 5) as u8;
+    let want = ((px(9, 3).wrapping_add(px(11, 3))) as f32 * 0.75).min(255.0) as u8;
+    assert_eq!(back.get_pixel(10, 3).0[0], want);
+}
+
+#[test]
+fn illegal_directives_are_reported_at_their_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.weft");
+    std::fs::write(
+        &f,
+        "pipeline p(input: u16[2]) -> out {
+    g(x, y): u16 = input(x, y) + 1;
+    out(x, y): u16 = g(x, y) + g(x, y + 1);
+}
+schedule p_bad = p {
+    out.split(y, y, yi, 8).parallel(y);
+}
+schedule p_bad2 = p {
+    out.split(y, y, yi, 8, GuardWithIf);
+    g.compute_at(g, x);
+}
+",
+    )
+    .unwrap();
+    let o = weft(&["lower", f.to_str().unwrap(), "p_bad"]);
+    let t = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        t.contains("parallel-overlap") && t.contains("GuardWithIf"),
+        "{t}"
+    );
+    assert!(
+        t.contains("6 |     out.split(y, y, yi, 8).parallel(y);"),
+        "{t}"
+    );
+    let o = weft(&["lower", f.to_str().unwrap(), "p_bad2"]);
+    let t = text(&o);
+    assert!(!o.status.success());
+    assert!(t.contains("compute-at"), "{t}");
+    // The loop levels where it would be legal.
+    assert!(
+        t.contains("compute_at(out, y)") && t.contains("compute_at(out, yi)"),
+        "{t}"
+    );
+    let o = weft(&["lower", f.to_str().unwrap(), "nope"]);
+    assert!(text(&o).contains("no pipeline or pipeline schedule named `nope`"));
+}

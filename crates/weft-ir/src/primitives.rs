@@ -766,18 +766,7 @@ pub fn reference_markdown() -> String {
          matches nothing is reported with the patterns that do match.\n\n",
     );
     out.push_str("| primitive | effect |\n|---|---|\n");
-    for p in PRIMITIVES {
-        out.push_str(&format!(
-            "| [`{}`](#{}) | {} |\n",
-            p.usage(),
-            p.name,
-            first_sentence(p.effect)
-        ));
-    }
-    for p in PRIMITIVES {
-        out.push('\n');
-        out.push_str(&reference_of(p));
-    }
+    table_and_sections(&mut out, PRIMITIVES);
     out.push_str(
         "\n# Pipeline directives\n\n\
          A schedule of a pipeline (`docs/pipelines.md`) applies these to funcs, \
@@ -785,7 +774,13 @@ pub fn reference_markdown() -> String {
          stage `update(k)` selected; a statement that is not a func's chain is one of the steps \
          above, applied to the lowered proc.\n\n| directive | effect |\n|---|---|\n",
     );
-    for p in DIRECTIVES {
+    table_and_sections(&mut out, DIRECTIVES);
+    out
+}
+
+/// The rows of a reference table (after its header), then a section per entry.
+fn table_and_sections(out: &mut String, entries: &[Primitive]) {
+    for p in entries {
         out.push_str(&format!(
             "| [`{}`](#{}) | {} |\n",
             p.usage(),
@@ -793,11 +788,10 @@ pub fn reference_markdown() -> String {
             first_sentence(p.effect)
         ));
     }
-    for p in DIRECTIVES {
+    for p in entries {
         out.push('\n');
         out.push_str(&reference_of(p));
     }
-    out
 }
 
 /// The reference section of one primitive.

@@ -218,7 +218,7 @@ fn text_directives_build_the_apis_schedule() {
     assert_eq!(parsed.proc_steps.len(), 1);
     assert_eq!(
         parsed.proc_steps[0].0,
-        "set_memory(\"alloc bx\", DRAM_STACK);"
+        "set_memory(\"alloc bx\", DRAM_STACK)"
     );
 }
 

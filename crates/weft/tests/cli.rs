@@ -1,28 +1,9 @@
 //! The `weft` command-line tool as a user runs it: exit codes, diagnostics with place, rule and
 //! counterexample, and run-time misuse reported as errors.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("WEFT_CACHE_DIR", cache_dir())
-        .output()
-        .expect("run weft")
-}
-
-fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("weft-cli-cache")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{text, weft};
 
 fn write(dir: &tempfile::TempDir, name: &str, src: &str) -> String {
     let p = dir.path().join(name);

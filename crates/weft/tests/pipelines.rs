@@ -2,28 +2,10 @@
 //! `weft realize` (with PNG in and out, and the comparison with the pipeline interpreter), the
 //! shipped example with its multi-level schedule, and diagnostics for bad schedules.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("WEFT_CACHE_DIR", cache_dir())
-        .output()
-        .expect("run weft")
-}
-
-fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("weft-pipeline-cache")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{cache_dir, text, weft};
+use std::path::Path;
 
 fn example() -> String {
     format!(

@@ -9,11 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use weft::interp::Scalar;
-use weft::ir::{BinOp, DType};
 use weft::jit::{Arg, BufArg, Jit};
-use weft::pipe::ast::{Expr, Func, Input, Pipeline};
-use weft::pipe::schedule::{Schedule, Tail};
+use weft::pipe::ast::Pipeline;
+use weft::pipe::schedule::Schedule;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -27,59 +25,32 @@ struct App {
     border: usize,
 }
 
-fn add(a: Expr, b: Expr) -> Expr {
-    Expr::binary(BinOp::Add, a, b)
-}
-
-fn at(v: usize, d: i32) -> Expr {
-    if d == 0 {
-        Expr::Var(v)
-    } else {
-        add(Expr::Var(v), Expr::int(d))
-    }
-}
-
 /// The 3x3 box blur of `apps/blur`, u16: `blur_x` averages three columns, `blur_y` three rows
 /// of it. Schedule: Halide's (strips of 8 rows in parallel, `blur_x` stored per strip and
 /// computed per row, which slides), vectorized 32 wide (AVX-512 holds 32 u16). The strips are
 /// guarded rather than shifted: shifted strips overlap, and threads writing the same rows race.
 fn blur() -> App {
-    let three = || Expr::Lit(Scalar::U16(3));
-    let input = |dx| Expr::input(0, vec![at(0, dx), at(1, 0)]);
-    let bx = Expr::binary(BinOp::Div, add(add(input(-1), input(0)), input(1)), three());
-    let row = |dy| Expr::call(0, vec![at(0, 0), at(1, dy)]);
-    let by = Expr::binary(BinOp::Div, add(add(row(-1), row(0)), row(1)), three());
-    let func = |name: &str, pure| Func {
-        name: name.into(),
-        vars: vec!["x".into(), "y".into()],
-        ty: DType::U16,
-        pure,
-        updates: vec![],
-    };
-    let p = Pipeline {
-        name: "blur".into(),
-        params: vec![],
-        inputs: vec![Input {
-            name: "input".into(),
-            elem: DType::U16,
-            rank: 2,
-        }],
-        funcs: vec![func("blur_x", bx), func("blur_y", by)],
-        outputs: vec![1],
-    };
-    let mut s = Schedule::new(&p);
-    let directives = |s: &mut Schedule| -> Result<(), weft::pipe::schedule::DirectiveError> {
-        s.func(&p, "blur_y")?
-            .split("y", "y", "yi", 8, Tail::GuardWithIf)?
-            .parallel("y")?
-            .vectorize_by("x", 32)?;
-        s.func(&p, "blur_x")?
-            .store_at("blur_y", "y")?
-            .compute_at("blur_y", "yi")?
-            .vectorize_by("x", 32)?;
-        Ok(())
-    };
-    directives(&mut s).expect("the blur schedule is legal");
+    let p = weft::pipe::parse::parse_pipeline(
+        0,
+        "pipeline blur(input: u16[2]) -> blur_y {
+            blur_x(x, y): u16 = (input(x - 1, y) + input(x, y) + input(x + 1, y)) / 3;
+            blur_y(x, y): u16 = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3;
+        }",
+        0,
+    )
+    .expect("the blur pipeline parses");
+    let s = weft::pipe::script::parse_schedule(
+        0,
+        "schedule blur_fast = blur {
+            blur_y.split(y, y, yi, 8, GuardWithIf).parallel(y).vectorize(x, 32);
+            blur_x.store_at(blur_y, y).compute_at(blur_y, yi).vectorize(x, 32);
+        }",
+        0,
+        &p,
+        Schedule::new(&p),
+    )
+    .expect("the blur schedule is legal")
+    .schedule;
     App {
         name: "blur",
         pipeline: p,

@@ -1,0 +1,507 @@
+//! Emission of the lowered proc: allocations at store levels, loop nests at compute levels
+//! (guards, unrolled and parallel loops), stores, and control expressions as weft expressions.
+
+use super::*;
+
+impl Lower<'_> {
+    pub(super) fn finish(mut self) -> Res<Lowered> {
+        let body = self.emit_site(Site::Root, &HashMap::new())?;
+        for c in std::mem::take(&mut self.preconds) {
+            if c == Cond::Const(true) {
+                continue;
+            }
+            let e = self.cond_expr(&c, &HashMap::new())?;
+            self.pb.assert(e);
+        }
+        let none = HashMap::new();
+        let exprs = |this: &Self, r: &[(Lin, Lin)]| -> Res<Vec<(IExpr, IExpr)>> {
+            r.iter()
+                .map(|(lo, hi)| Ok((this.lin_expr(lo, &none)?, this.lin_expr(hi, &none)?)))
+                .collect()
+        };
+        let mut regions = Vec::new();
+        for (f, info) in self.funcs.iter().enumerate() {
+            if info.inline {
+                continue;
+            }
+            regions.push(Region {
+                func: self.p.funcs[f].name.clone(),
+                computed: exprs(&self, &info.computed)?,
+                allocated: exprs(&self, &info.alloc)?,
+            });
+        }
+        let inputs = self
+            .p
+            .inputs
+            .iter()
+            .zip(&self.input_regions)
+            .map(|(i, r)| Ok((i.name.clone(), exprs(&self, r)?)))
+            .collect::<Res<_>>()?;
+        let mut pb = self.pb;
+        pb.body().stmts = body;
+        Ok(Lowered {
+            proc: pb.finish(),
+            regions,
+            inputs,
+        })
+    }
+
+    /// The statements at a site: allocations of funcs stored here, then the funcs computed here
+    /// in definition order.
+    pub(super) fn emit_site(&mut self, site: Site, env: &HashMap<VarId, IExpr>) -> Res<Vec<Stmt>> {
+        let mut out = Vec::new();
+        for f in 0..self.funcs.len() {
+            if self.funcs[f].inline || self.funcs[f].store != site {
+                continue;
+            }
+            if let Some(o) = self.p.outputs.iter().position(|&o| o == f) {
+                self.funcs[f].buf = Some(self.outputs[o].buf.clone());
+                continue;
+            }
+            let func = &self.p.funcs[f];
+            let mut shape = Vec::new();
+            for (lo, hi) in self.funcs[f].alloc.iter().rev() {
+                let ext = hi.sub(lo).add_k(1);
+                let ext = match ext.as_const() {
+                    Some(c) if c >= 1 => ext,
+                    _ => ext.max_with(&Lin::konst(1)),
+                };
+                shape.push(self.lin_expr(&ext, env)?);
+            }
+            let sym = Sym::new(&func.name);
+            out.push(Stmt::new(
+                StmtKind::Alloc {
+                    buf: sym.clone(),
+                    ty: weft_ir::proc::BufType {
+                        elem: func.ty,
+                        shape,
+                        window: false,
+                        mem: self.mem.clone(),
+                    },
+                },
+                Span::DUMMY,
+            ));
+            self.funcs[f].buf = Some(Buf {
+                sym,
+                elem: func.ty,
+                rank: func.vars.len(),
+            });
+        }
+        for f in 0..self.funcs.len() {
+            if self.funcs[f].inline || self.funcs[f].compute != site {
+                continue;
+            }
+            for s in 0..self.funcs[f].stages.len() {
+                let mut stmts = self.emit_loops(f, s, 0, env)?;
+                out.append(&mut stmts);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn emit_loops(
+        &mut self,
+        f: usize,
+        s: usize,
+        depth: usize,
+        env: &HashMap<VarId, IExpr>,
+    ) -> Res<Vec<Stmt>> {
+        let st = &self.funcs[f].stages[s];
+        if depth == st.loops.len() {
+            return self.emit_store(f, s, env);
+        }
+        let (v, kind) = st.loops[depth];
+        let dv = st.vars[v].clone();
+        let lo = self.lin_expr(&dv.min, env)?;
+        let hi = self.lin_expr(&dv.min.add(&dv.ext), env)?;
+        let here = Site::At(f, s, depth);
+        // Guards of splits whose loops are all bound here wrap everything inside, so code
+        // computed at this level never runs for points outside the region.
+        let guard = self.guards_at(f, s, depth);
+        let body_at = |this: &mut Self, env: &HashMap<VarId, IExpr>| -> Res<Vec<Stmt>> {
+            let mut b = this.emit_site(here, env)?;
+            b.append(&mut this.emit_loops(f, s, depth + 1, env)?);
+            if guard == Cond::Const(true) {
+                return Ok(b);
+            }
+            let cond = this.cond_expr(&guard, env)?;
+            Ok(vec![Stmt::new(
+                StmtKind::If {
+                    cond,
+                    then_body: b,
+                    else_body: Vec::new(),
+                },
+                Span::DUMMY,
+            )])
+        };
+        let fname = &self.p.funcs[f].name;
+        let constant = |what: &str| {
+            fail(
+                "constant-extent",
+                format!(
+                    "`{fname}.{}` is {what}, which needs a constant extent; split it by a constant first",
+                    dv.name
+                ),
+            )
+        };
+        match kind {
+            LoopKind::Unrolled => {
+                let (Some(m), Some(e)) = (dv.min.as_const(), dv.ext.as_const()) else {
+                    return Err(constant("unrolled"));
+                };
+                let mut out = Vec::new();
+                for k in m..m + e {
+                    let mut env = env.clone();
+                    env.insert(dv.id, IExpr::int(k));
+                    out.append(&mut body_at(self, &env)?);
+                }
+                Ok(out)
+            }
+            _ => {
+                if kind == LoopKind::Vectorized && dv.ext.as_const().is_none() {
+                    return Err(constant("vectorized"));
+                }
+                let sym = self.syms[dv.id as usize].clone();
+                let mut env = env.clone();
+                env.insert(dv.id, IExpr::var(&sym, Ty::Int));
+                let body = body_at(self, &env)?;
+                Ok(vec![Stmt::new(
+                    StmtKind::For {
+                        var: sym,
+                        lo,
+                        hi,
+                        body,
+                        parallel: kind == LoopKind::Parallel,
+                    },
+                    Span::DUMMY,
+                )])
+            }
+        }
+    }
+
+    /// The guards `v < min + extent` of the `GuardWithIf` splits of stage `(f, s)` whose
+    /// innermost loop is loop `depth`.
+    pub(super) fn guards_at(&self, f: usize, s: usize, depth: usize) -> Cond {
+        let st = &self.funcs[f].stages[s];
+        fn deepest(st: &Stage, v: usize) -> usize {
+            match &st.vars[v].how {
+                How::Leaf => st.loops.iter().position(|l| l.0 == v).unwrap_or(0),
+                How::Split { outer, inner, .. } => deepest(st, *outer).max(deepest(st, *inner)),
+                How::Fused { fused, .. } => deepest(st, *fused),
+            }
+        }
+        let mut guard = Cond::Const(true);
+        for (v, dv) in st.vars.iter().enumerate() {
+            if let How::Split {
+                tail: Tail::GuardWithIf,
+                ..
+            } = dv.how
+            {
+                if deepest(st, v) == depth {
+                    let def = self.defs[&dv.id].clone();
+                    guard = Cond::and(guard, Cond::lt(&def, &dv.min.add(&dv.ext)));
+                }
+            }
+        }
+        guard
+    }
+
+    /// The innermost statement of a stage: guards of its splits, then the store.
+    pub(super) fn emit_store(
+        &mut self,
+        f: usize,
+        s: usize,
+        env: &HashMap<VarId, IExpr>,
+    ) -> Res<Vec<Stmt>> {
+        let mut guard = Cond::Const(true);
+        let (lhs, value, wheres) = self.bodies[f][s].clone();
+        let func = &self.p.funcs[f];
+        let buf = self.funcs[f]
+            .buf
+            .clone()
+            .expect("allocated before computed");
+        let idx = self.buf_index(f, &lhs, (f, s), env)?;
+        let mut value = self.data_expr(&value, (f, s), env)?;
+        if value.ty != Ty::Data(func.ty) {
+            value = IExpr::cast(func.ty, value);
+        }
+        for w in &wheres {
+            match self.to_cond(w, Some((f, s))) {
+                Ok(c) => guard = Cond::and(guard, c),
+                Err(_) => {
+                    let c = self.data_expr(w, (f, s), env)?;
+                    let old = IExpr::read(&buf.sym, buf.elem, idx.clone());
+                    value = IExpr::select(c, value, old);
+                }
+            }
+        }
+        let store = Stmt::new(
+            StmtKind::Assign {
+                buf: buf.sym.clone(),
+                idx,
+                rhs: value,
+            },
+            Span::DUMMY,
+        );
+        if guard == Cond::Const(true) {
+            return Ok(vec![store]);
+        }
+        let cond = self.cond_expr(&guard, env)?;
+        Ok(vec![Stmt::new(
+            StmtKind::If {
+                cond,
+                then_body: vec![store],
+                else_body: Vec::new(),
+            },
+            Span::DUMMY,
+        )])
+    }
+
+    /// The indices of `args` into func `f`'s buffer (or an input's).
+    pub(super) fn buf_index(
+        &self,
+        f: usize,
+        args: &[Expr],
+        ctx: (usize, usize),
+        env: &HashMap<VarId, IExpr>,
+    ) -> Res<Vec<IExpr>> {
+        let alloc = &self.funcs[f].alloc;
+        let mut idx = Vec::new();
+        for (d, a) in args.iter().enumerate().rev() {
+            let l = self.to_lin(a, Some(ctx))?.sub(&alloc[d].0);
+            idx.push(self.lin_expr(&l, env)?);
+        }
+        Ok(idx)
+    }
+
+    pub(super) fn input_index(
+        &self,
+        k: usize,
+        args: &[Expr],
+        ctx: (usize, usize),
+        env: &HashMap<VarId, IExpr>,
+    ) -> Res<Vec<IExpr>> {
+        let mut idx = Vec::new();
+        for (d, a) in args.iter().enumerate().rev() {
+            let l = self
+                .to_lin(a, Some(ctx))?
+                .sub(&Lin::var(self.inputs[k].mins[d]));
+            idx.push(self.lin_expr(&l, env)?);
+        }
+        Ok(idx)
+    }
+
+    /// A value expression of stage `ctx` as weft data.
+    pub(super) fn data_expr(
+        &self,
+        e: &Expr,
+        ctx: (usize, usize),
+        env: &HashMap<VarId, IExpr>,
+    ) -> Res<IExpr> {
+        let ctrl = |l: Lin| -> Res<IExpr> { Ok(IExpr::cast(COORD, self.lin_expr(&l, env)?)) };
+        Ok(match e {
+            Expr::Lit(s) => literal(*s),
+            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } => {
+                ctrl(self.to_lin(e, Some(ctx))?)?
+            }
+            Expr::Param(k) => match &self.params[*k] {
+                ParamRepr::Index(v) => ctrl(Lin::var(*v))?,
+                ParamRepr::Scalar(b) => b.get(),
+            },
+            Expr::Call(Callee::Func(g), args) => {
+                let buf = self.funcs[*g].buf.clone().ok_or_else(|| {
+                    fail(
+                        "compute-at",
+                        format!("`{}` is read before it is allocated", self.p.funcs[*g].name),
+                    )
+                })?;
+                IExpr::read(&buf.sym, buf.elem, self.buf_index(*g, args, ctx, env)?)
+            }
+            Expr::Call(Callee::Input(k), args) => {
+                let b = &self.inputs[*k].buf;
+                IExpr::read(&b.sym, b.elem, self.input_index(*k, args, ctx, env)?)
+            }
+            Expr::Unary(op, a) => IExpr::unary(*op, self.data_expr(a, ctx, env)?),
+            Expr::Binary(op, a, b) => IExpr::binary(
+                *op,
+                self.data_expr(a, ctx, env)?,
+                self.data_expr(b, ctx, env)?,
+            ),
+            Expr::Select(c, a, b) => IExpr::select(
+                self.data_expr(c, ctx, env)?,
+                self.data_expr(a, ctx, env)?,
+                self.data_expr(b, ctx, env)?,
+            ),
+            Expr::Cast(t, a) => {
+                let x = self.data_expr(a, ctx, env)?;
+                if x.ty == Ty::Data(*t) {
+                    x
+                } else {
+                    IExpr::cast(*t, x)
+                }
+            }
+            Expr::Math(m, args) => IExpr::math(
+                *m,
+                args.iter()
+                    .map(|a| self.data_expr(a, ctx, env))
+                    .collect::<Res<_>>()?,
+            ),
+        })
+    }
+
+    /// A control expression as weft, variables that are not loops replaced by their definitions.
+    pub(super) fn lin_expr(&self, l: &Lin, env: &HashMap<VarId, IExpr>) -> Res<IExpr> {
+        let l = &self.expand_defs(l);
+        let mut acc: Option<IExpr> = None;
+        let add = |acc: &mut Option<IExpr>, t: IExpr, c: i64| {
+            let t = if c == 1 {
+                t
+            } else {
+                IExpr::binary(BinOp::Mul, IExpr::int(c), t)
+            };
+            *acc = Some(match acc.take() {
+                None => t,
+                Some(a) => IExpr::binary(BinOp::Add, a, t),
+            });
+        };
+        for (a, c) in &l.terms {
+            let t = match a {
+                Atom::Var(v) => match env.get(v) {
+                    Some(e) => e.clone(),
+                    None => IExpr::var(&self.syms[*v as usize], Ty::Int),
+                },
+                Atom::Min(x, y) => IExpr::min(self.lin_expr(x, env)?, self.lin_expr(y, env)?),
+                Atom::Max(x, y) => IExpr::max(self.lin_expr(x, env)?, self.lin_expr(y, env)?),
+                Atom::Div(x, d) => {
+                    IExpr::binary(BinOp::Div, self.lin_expr(x, env)?, IExpr::int(*d))
+                }
+                Atom::Mod(x, d) => {
+                    IExpr::binary(BinOp::Mod, self.lin_expr(x, env)?, IExpr::int(*d))
+                }
+                Atom::Select(k, x, y) => IExpr::select(
+                    self.cond_expr(k, env)?,
+                    self.lin_expr(x, env)?,
+                    self.lin_expr(y, env)?,
+                ),
+            };
+            if *c < 0 && acc.is_some() {
+                let t = if *c == -1 {
+                    t
+                } else {
+                    IExpr::binary(BinOp::Mul, IExpr::int(-c), t)
+                };
+                acc = Some(IExpr::binary(BinOp::Sub, acc.take().unwrap(), t));
+            } else {
+                add(&mut acc, t, *c);
+            }
+        }
+        Ok(match acc {
+            None => IExpr::int(l.k),
+            Some(a) if l.k > 0 => IExpr::binary(BinOp::Add, a, IExpr::int(l.k)),
+            Some(a) if l.k < 0 => IExpr::binary(BinOp::Sub, a, IExpr::int(-l.k)),
+            Some(a) => a,
+        })
+    }
+
+    /// `l` with every variable that is not a loop replaced by its definition, normalised again
+    /// (so a fused loop's coordinates fold back into the loop variable).
+    pub(super) fn expand_defs(&self, l: &Lin) -> Lin {
+        let mut vars = Vec::new();
+        l.vars(&mut vars);
+        if !vars.iter().any(|v| self.defs.contains_key(v)) {
+            return l.clone();
+        }
+        let next = l.subst(&|v| self.defs.get(&v).cloned());
+        self.expand_defs(&next)
+    }
+
+    pub(super) fn cond_expr(&self, c: &Cond, env: &HashMap<VarId, IExpr>) -> Res<IExpr> {
+        Ok(match c {
+            Cond::Const(b) => IExpr::bool(*b),
+            Cond::Le0(e) => split_cmp(e, false, |a, b| a.le(b), self, env)?,
+            Cond::Eq0(e) => split_cmp(e, true, |a, b| a.eq_(b), self, env)?,
+            Cond::And(a, b) => self.cond_expr(a, env)?.and(self.cond_expr(b, env)?),
+            Cond::Or(a, b) => self.cond_expr(a, env)?.or(self.cond_expr(b, env)?),
+            Cond::Not(a) => self.cond_expr(a, env)?.not(),
+        })
+    }
+}
+
+/// `e <= 0` (or `e == 0`) written as `positive part <= negative part`, which reads better.
+fn split_cmp(
+    e: &Lin,
+    _eq: bool,
+    op: impl Fn(IExpr, IExpr) -> IExpr,
+    l: &Lower,
+    env: &HashMap<VarId, IExpr>,
+) -> Res<IExpr> {
+    let pos = Lin {
+        terms: e.terms.iter().filter(|t| t.1 > 0).cloned().collect(),
+        k: e.k.max(0),
+    };
+    let neg = Lin {
+        terms: e
+            .terms
+            .iter()
+            .filter(|t| t.1 < 0)
+            .map(|(a, c)| (a.clone(), -c))
+            .collect(),
+        k: (-e.k).max(0),
+    };
+    Ok(op(l.lin_expr(&pos, env)?, l.lin_expr(&neg, env)?))
+}
+
+fn literal(s: Scalar) -> IExpr {
+    let ty = Ty::Data(s.dtype());
+    let c = match s {
+        Scalar::Bool(b) => Const::Bool(b),
+        Scalar::F32(v) => Const::Float(v as f64),
+        Scalar::F64(v) => Const::Float(v),
+        other => Const::Int(other.as_i128().unwrap_or(0) as i64),
+    };
+    IExpr::typed_const(c, ty)
+}
+
+/// The value of a control expression of a lowered proc (a region bound, a precondition's side)
+/// with its variables given by name; `None` when a variable has no value or the expression is
+/// not control arithmetic.
+pub fn eval_control(e: &IExpr, env: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+    use weft_ir::ExprKind;
+    Some(match e.kind() {
+        ExprKind::Const(Const::Int(v)) => *v,
+        ExprKind::Const(Const::Bool(b)) => *b as i64,
+        ExprKind::Var(s) => env(s.name())?,
+        ExprKind::Unary(UnOp::Neg, a) => eval_control(a, env)?.checked_neg()?,
+        ExprKind::Unary(_, a) => (eval_control(a, env)? == 0) as i64,
+        ExprKind::Select(c, a, b) => {
+            if eval_control(c, env)? != 0 {
+                eval_control(a, env)?
+            } else {
+                eval_control(b, env)?
+            }
+        }
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (eval_control(a, env)?, eval_control(b, env)?);
+            match op {
+                BinOp::Add => a.checked_add(b)?,
+                BinOp::Sub => a.checked_sub(b)?,
+                BinOp::Mul => a.checked_mul(b)?,
+                BinOp::Div if b == 0 => 0,
+                BinOp::Div => a.checked_div_euclid(b)?,
+                BinOp::Mod if b == 0 => 0,
+                BinOp::Mod => a.checked_rem_euclid(b)?,
+                BinOp::Min => a.min(b),
+                BinOp::Max => a.max(b),
+                BinOp::Lt => (a < b) as i64,
+                BinOp::Le => (a <= b) as i64,
+                BinOp::Gt => (a > b) as i64,
+                BinOp::Ge => (a >= b) as i64,
+                BinOp::Eq => (a == b) as i64,
+                BinOp::Ne => (a != b) as i64,
+                BinOp::And => (a != 0 && b != 0) as i64,
+                BinOp::Or => (a != 0 || b != 0) as i64,
+            }
+        }
+        _ => return None,
+    })
+}

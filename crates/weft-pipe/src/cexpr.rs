@@ -287,6 +287,20 @@ impl Lin {
         self.add_k(d - 1).div(d)
     }
 
+    /// The number of nodes (terms and atoms, nested) of the expression.
+    pub fn size(&self) -> usize {
+        1 + self
+            .terms
+            .iter()
+            .map(|(a, _)| match a {
+                Atom::Var(_) => 1,
+                Atom::Min(x, y) | Atom::Max(x, y) => 1 + x.size() + y.size(),
+                Atom::Div(x, _) | Atom::Mod(x, _) => 1 + x.size(),
+                Atom::Select(c, x, y) => 1 + c.size() + x.size() + y.size(),
+            })
+            .sum::<usize>()
+    }
+
     /// Every variable this expression mentions.
     pub fn vars(&self, out: &mut Vec<VarId>) {
         for (a, _) in &self.terms {
@@ -395,6 +409,15 @@ impl Cond {
         }
     }
 
+    fn size(&self) -> usize {
+        match self {
+            Cond::Const(_) => 1,
+            Cond::Le0(e) | Cond::Eq0(e) => 1 + e.size(),
+            Cond::And(a, b) | Cond::Or(a, b) => 1 + a.size() + b.size(),
+            Cond::Not(a) => 1 + a.size(),
+        }
+    }
+
     fn vars(&self, out: &mut Vec<VarId>) {
         match self {
             Cond::Const(_) => {}
@@ -429,6 +452,9 @@ impl Cond {
         }
     }
 }
+
+/// The largest bound expression the interval analysis builds (in nodes).
+pub const MAX_SIZE: usize = 4000;
 
 /// An interval end: `None` is infinite (below for a lower end, above for an upper one).
 pub type End = Option<Lin>;
@@ -474,7 +500,9 @@ impl Scope {
             let t = self.atom_bound(a, dir)?;
             out = add_ends(out, Some(t.scale(*c)));
         }
-        out
+        // Bounds of nested tiles can grow with every level; past this size there is no bound
+        // (lowering reports it) rather than an expression that exhausts memory.
+        out.filter(|l| l.size() <= MAX_SIZE)
     }
 
     fn atom_bound(&self, a: &Atom, upper: bool) -> End {

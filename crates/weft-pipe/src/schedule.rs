@@ -159,10 +159,14 @@ fn overlaps(splits: &[SplitOp], upto: usize, var: &str) -> bool {
                 old,
                 outer,
                 inner,
+                factor,
                 tail,
-                ..
             } if outer == var || inner == var => {
-                return *tail == Tail::ShiftInwards || overlaps(splits, k, old)
+                // An inner loop that leaves [0, factor) (rounded up or shifted by a later split)
+                // makes the outer loop's tiles overlap too.
+                return *tail == Tail::ShiftInwards
+                    || (outer == var && !exact_after(splits, k + 1, inner, Some(*factor)))
+                    || overlaps(splits, k, old);
             }
             SplitOp::Fuse {
                 inner,
@@ -173,6 +177,40 @@ fn overlaps(splits: &[SplitOp], upto: usize, var: &str) -> bool {
         }
     }
     false
+}
+
+/// Whether variable `var` (of constant extent `extent` when known), as split by the splits from
+/// `from` on, takes only values in `[0, extent)`: every split below it guards its tail, or rounds
+/// up or shifts inwards by a factor that its extent makes harmless.
+fn exact_after(splits: &[SplitOp], from: usize, var: &str, extent: Option<i64>) -> bool {
+    for (j, op) in splits.iter().enumerate().skip(from) {
+        match op {
+            SplitOp::Split {
+                old,
+                outer,
+                inner,
+                factor,
+                tail,
+            } if old == var => {
+                let own = match tail {
+                    Tail::GuardWithIf => true,
+                    Tail::RoundUp => extent.is_some_and(|e| e % factor == 0),
+                    Tail::ShiftInwards => extent.is_some_and(|e| e >= *factor),
+                };
+                let outer_extent = extent.map(|e| (e + factor - 1) / factor);
+                return own
+                    && exact_after(splits, j + 1, outer, outer_extent)
+                    && exact_after(splits, j + 1, inner, Some(*factor));
+            }
+            SplitOp::Fuse {
+                inner,
+                outer,
+                fused,
+            } if inner == var || outer == var => return exact_after(splits, j + 1, fused, None),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// The pure variables that appear plainly at their own position on a stage's left-hand side.
@@ -400,6 +438,7 @@ impl FuncHandle<'_> {
                 self.fresh(&d, n)?;
             }
         }
+        let before = self.s.funcs[self.func].stages[self.stage].clone();
         let st = self.stage_mut();
         let old_dim = st.dims[at].clone();
         st.splits.push(SplitOp::Split {
@@ -422,7 +461,34 @@ impl FuncHandle<'_> {
                 pure: old_dim.pure,
             },
         );
+        self.keep_parallel_disjoint(&d, before)?;
         Ok(self)
+    }
+
+    /// After a split: every parallel loop of the stage must still have disjoint iterations (a
+    /// split of a parallel loop, or of the loop inside it, can make its tiles overlap); if not,
+    /// the stage is put back as it was `before` and the directive rejected.
+    fn keep_parallel_disjoint(&mut self, d: &str, before: StageSchedule) -> R {
+        let st = &self.s.funcs[self.func].stages[self.stage];
+        let bad = st
+            .dims
+            .iter()
+            .find(|x| {
+                x.kind == LoopKind::Parallel && overlaps(&st.splits, st.splits.len(), &x.name)
+            })
+            .map(|x| x.name.clone());
+        if let Some(v) = bad {
+            *self.stage_mut() = before;
+            return Err(DirectiveError {
+                directive: d.to_string(),
+                rule: "parallel-overlap",
+                message: format!(
+                    "it makes the tiles of the parallel loop `{v}` overlap, so two iterations would write the same points at once, a data race"
+                ),
+                alternatives: vec!["split with GuardWithIf".into()],
+            });
+        }
+        Ok(())
     }
 
     /// `fuse(inner, outer, fused)`: `outer` must be the loop immediately outside `inner`.
@@ -711,7 +777,10 @@ impl FuncHandle<'_> {
         min: Expr,
         extent: Expr,
     ) -> Result<&mut Self, DirectiveError> {
-        let dim = self.pure_dim(&format!("{}.bound({var}, ..)", self.fname()), var)?;
+        let d = format!("{}.bound({var}, ..)", self.fname());
+        let dim = self.pure_dim(&d, var)?;
+        self.startup(&d, &min)?;
+        self.startup(&d, &extent)?;
         self.s.funcs[self.func].bounds.push(Bound {
             dim,
             min: Some(min),
@@ -720,9 +789,43 @@ impl FuncHandle<'_> {
         Ok(self)
     }
 
+    /// A directive's expression must be a startup expression: i32 literals and parameters and
+    /// the bounds of inputs, with arithmetic.
+    fn startup(&self, d: &str, e: &Expr) -> R {
+        let mut bad = None;
+        e.walk(&mut |x| {
+            let ok = match x {
+                Expr::Lit(v) => v.dtype() == crate::ast::COORD,
+                Expr::Param(k) => self
+                    .p
+                    .params
+                    .get(*k)
+                    .is_some_and(|q| q.ty == crate::ast::COORD),
+                Expr::InputDim { input, dim, .. } => {
+                    self.p.inputs.get(*input).is_some_and(|i| *dim < i.rank)
+                }
+                Expr::Unary(..) | Expr::Binary(..) | Expr::Select(..) => true,
+                _ => false,
+            };
+            if !ok && bad.is_none() {
+                bad = Some(format!("{x:?}"));
+            }
+        });
+        match bad {
+            None => Ok(()),
+            Some(x) => Err(err(
+                d.to_string(),
+                "startup",
+                format!("`{x}` is not a startup expression (i32 literals, i32 parameters of the pipeline, bounds of its inputs)"),
+            )),
+        }
+    }
+
     /// `bound_extent(var, extent)`.
     pub fn bound_extent(&mut self, var: &str, extent: Expr) -> Result<&mut Self, DirectiveError> {
-        let dim = self.pure_dim(&format!("{}.bound_extent({var}, ..)", self.fname()), var)?;
+        let d = format!("{}.bound_extent({var}, ..)", self.fname());
+        let dim = self.pure_dim(&d, var)?;
+        self.startup(&d, &extent)?;
         self.s.funcs[self.func].bounds.push(Bound {
             dim,
             min: None,

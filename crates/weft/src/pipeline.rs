@@ -569,3 +569,72 @@ pub fn write_png(
         )),
     }
 }
+
+/// A pipeline compiled by [`compile`].
+pub struct CompiledPipeline {
+    /// The lowered, checked proc.
+    pub proc: Arc<Proc>,
+    pub module: weft_jit::Module,
+    /// Whether lowering and checking were skipped: the pipeline cache had the proc.
+    pub cached: bool,
+}
+
+/// The hex SHA-256 of length-prefixed parts.
+fn digest(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lower, check and compile a pipeline under a schedule with the JIT, caching the checked proc
+/// beside the JIT's shared objects: a second compile of the same pipeline and schedule (in this
+/// process or another) reads the proc back (`pipe-<key>.weft`, sealed with its own hash), skips
+/// lowering and the checker's proofs, and finds the shared object in the JIT's cache. A damaged
+/// entry is ignored and rebuilt.
+pub fn compile(
+    jit: &weft_jit::Jit,
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+) -> Result<CompiledPipeline, Vec<Diagnostic>> {
+    let io = |e: &dyn std::fmt::Display| vec![Diagnostic::new("jit", Span::DUMMY, e.to_string())];
+    let key = digest(&[
+        concat!("weft-pipe ", env!("CARGO_PKG_VERSION")),
+        &format!("{pipeline:?}"),
+        &format!("{schedule:?}"),
+    ]);
+    let path = jit.cache_dir().join(format!("pipe-{key}.weft"));
+    let cached = std::fs::read_to_string(&path).ok().and_then(|text| {
+        let (body, seal) = text.rsplit_once("// sha256: ")?;
+        if digest(&[body]) != seal.trim() {
+            return None;
+        }
+        let module =
+            weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "cache", body).ok()?;
+        module.procs.into_iter().find(|p| p.name == pipeline.name)
+    });
+    let (proc, hit) = match cached {
+        Some(p) => (p, true),
+        None => {
+            let lowered = lower_checked(pipeline, schedule, Span::DUMMY)?;
+            let body = format!("{}\n", lowered.proc);
+            let text = format!("{body}// sha256: {}\n", digest(&[&body]));
+            // Whole or not at all: written aside, then renamed into place.
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            std::fs::write(&tmp, text).map_err(|e| io(&e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| io(&e))?;
+            (lowered.proc, false)
+        }
+    };
+    let module = jit
+        .compile(std::slice::from_ref(&proc))
+        .map_err(|e| io(&e))?;
+    Ok(CompiledPipeline {
+        proc,
+        module,
+        cached: hit,
+    })
+}

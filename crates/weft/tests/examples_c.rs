@@ -119,57 +119,124 @@ fn example_c_is_warning_free_and_sanitizer_clean() {
         }
         let text = std::fs::read_to_string(&path).unwrap();
         let program = weft::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let (proc_name, sizes) = run_line_sizes(&text).expect("every example has a // run: line");
-        let proc = program.module.proc(&proc_name).unwrap().clone();
-        let unit = weft::c::emit(std::slice::from_ref(&proc)).unwrap();
-        let entry = &unit.entries[0];
-        let args = weft::interp::random_args(&proc, &sizes, 1).unwrap();
-        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-        let c_path = work.path().join(format!("{stem}.c"));
-        std::fs::write(
-            &c_path,
-            format!("{}{}", unit.source, harness(&entry.symbol, &args)),
-        )
-        .unwrap();
-        let exe = work.path().join(&stem);
-        let out = Command::new("cc")
-            .args([
-                "-std=c99",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-O1",
-                "-g",
-                "-march=native",
-            ])
-            .args([
-                "-ffp-contract=off",
-                "-fsanitize=address,undefined",
-                "-fno-sanitize-recover=all",
-            ])
-            .args(unit.parallel.then_some(weft::jit::OPENMP_FLAG))
-            .arg(&c_path)
-            .arg("-o")
-            .arg(&exe)
-            .arg("-lm")
-            .output()
-            .unwrap();
+        // A proc of a `// run:` line, or the lowered proc of each pipeline of `// realize:` lines.
+        let mut cases = Vec::new();
+        if let Some((proc_name, sizes)) = run_line_sizes(&text) {
+            let proc = program.module.proc(&proc_name).unwrap().clone();
+            let args = weft::interp::random_args(&proc, &sizes, 1).unwrap();
+            cases.push((
+                path.file_stem().unwrap().to_string_lossy().to_string(),
+                proc,
+                args,
+            ));
+        }
+        for (name, sizes) in realize_line_sizes(&program, &text) {
+            let lp = weft::pipeline::lower(&program, &name).unwrap_or_else(|e| panic!("{e}"));
+            let args = weft::interp::random_args(&lp.proc, &sizes, 1).unwrap();
+            cases.push((name, lp.proc.clone(), args));
+        }
         assert!(
-            out.status.success(),
-            "{stem}: the generated C does not compile cleanly:\n{}",
-            String::from_utf8_lossy(&out.stderr)
+            !cases.is_empty(),
+            "{}: no // run: or // realize: line",
+            path.display()
         );
-        let run = Command::new(&exe)
-            .env("ASAN_OPTIONS", "detect_leaks=1")
-            .output()
+        for (stem, proc, args) in cases {
+            let unit = weft::c::emit(std::slice::from_ref(&proc)).unwrap();
+            let entry = &unit.entries[0];
+            let c_path = work.path().join(format!("{stem}.c"));
+            std::fs::write(
+                &c_path,
+                format!("{}{}", unit.source, harness(&entry.symbol, &args)),
+            )
             .unwrap();
-        assert!(
-            run.status.success(),
-            "{stem}: sanitizers or the entry point reported a problem:\n{}{}",
-            String::from_utf8_lossy(&run.stdout),
-            String::from_utf8_lossy(&run.stderr)
-        );
-        checked += 1;
+            let exe = work.path().join(&stem);
+            let out = Command::new("cc")
+                .args([
+                    "-std=c99",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-O1",
+                    "-g",
+                    "-march=native",
+                ])
+                .args([
+                    "-ffp-contract=off",
+                    "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all",
+                ])
+                .args(unit.parallel.then_some(weft::jit::OPENMP_FLAG))
+                .arg(&c_path)
+                .arg("-o")
+                .arg(&exe)
+                .arg("-lm")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{stem}: the generated C does not compile cleanly:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let run = Command::new(&exe)
+                .env("ASAN_OPTIONS", "detect_leaks=1")
+                .output()
+                .unwrap();
+            assert!(
+                run.status.success(),
+                "{stem}: sanitizers or the entry point reported a problem:\n{}{}",
+                String::from_utf8_lossy(&run.stdout),
+                String::from_utf8_lossy(&run.stderr)
+            );
+            checked += 1;
+        }
     }
-    assert!(checked >= 5, "only {checked} examples checked");
+    assert!(checked >= 8, "only {checked} examples checked");
+}
+
+/// For the first `// realize:` line of each pipeline: its name and the values of the lowered
+/// proc's control arguments (the window, the parameters, the inputs' regions as the window needs
+/// them; an input whose region depends on its own bounds covers the window).
+fn realize_line_sizes(program: &weft::Program, text: &str) -> Vec<(String, HashMap<String, i64>)> {
+    let mut out: Vec<(String, HashMap<String, i64>)> = Vec::new();
+    for line in text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("// realize:"))
+    {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let name = words[0].to_string();
+        if out.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let lp = weft::pipeline::lower(program, &name).unwrap_or_else(|e| panic!("{e}"));
+        let mut window = Vec::new();
+        let mut params = Vec::new();
+        for pair in words[1..].chunks(2) {
+            match pair {
+                ["--size", v] => window = v.split('x').map(|e| (0, e.parse().unwrap())).collect(),
+                ["--param", kv] => {
+                    let (k, v) = kv.split_once('=').unwrap();
+                    params.push((k.to_string(), v.parse::<i64>().unwrap()));
+                }
+                _ => {}
+            }
+        }
+        let mut sizes: HashMap<String, i64> = params.iter().cloned().collect();
+        let p = &lp.pipeline;
+        for &o in &p.outputs {
+            for (d, &(m, e)) in window.iter().enumerate() {
+                sizes.insert(format!("{}_{d}_min", p.funcs[o].name), m);
+                sizes.insert(format!("{}_{d}_extent", p.funcs[o].name), e);
+            }
+        }
+        let regions = weft::pipeline::input_regions(&lp, &window, &params)
+            .unwrap_or_else(|_| p.inputs.iter().map(|i| window[..i.rank].to_vec()).collect());
+        for (i, r) in p.inputs.iter().zip(regions) {
+            for (d, (m, e)) in r.into_iter().enumerate() {
+                sizes.insert(format!("{}_{d}_min", i.name), m);
+                sizes.insert(format!("{}_{d}_extent", i.name), e);
+            }
+        }
+        out.push((name, sizes));
+    }
+    out
 }

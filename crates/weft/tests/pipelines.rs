@@ -156,3 +156,59 @@ schedule p_bad2 = p {
     let o = weft(&["lower", f.to_str().unwrap(), "nope"]);
     assert!(text(&o).contains("no pipeline or pipeline schedule named `nope`"));
 }
+
+/// The JIT caches compiled pipelines: a second compile reads the checked proc back and skips
+/// lowering and the proofs; a damaged entry is rebuilt; both compute the same.
+#[test]
+fn compiled_pipelines_are_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let jit = weft::jit::Jit::with_cache_dir(dir.path()).unwrap();
+    let p = weft::pipe::parse::parse_pipeline(
+        0,
+        "pipeline twice(input: i32[1]) -> out {
+            out(x): i32 = input(x) * 2 + input(x + 1);
+        }",
+        0,
+    )
+    .unwrap();
+    let s = weft::pipe::schedule::Schedule::new(&p);
+    let first = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(!first.cached);
+    let t = std::time::Instant::now();
+    let second = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(second.cached);
+    eprintln!("cache hit in {:?}", t.elapsed());
+    let run = |m: &weft::jit::Module| {
+        let mut input: Vec<i32> = (0..9).collect();
+        let mut out = vec![0i32; 8];
+        let k = m.kernel("twice").unwrap();
+        let mut args = vec![
+            weft::jit::Arg::Int(0),
+            weft::jit::Arg::Int(9),
+            weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut input, &[9])),
+            weft::jit::Arg::Int(0),
+            weft::jit::Arg::Int(8),
+            weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[8])),
+        ];
+        k.call(&mut args).unwrap();
+        out
+    };
+    assert_eq!(run(&first.module), run(&second.module));
+    assert_eq!(run(&first.module)[3], 3 * 2 + 4);
+    // A damaged entry (its seal no longer matches) is ignored and rebuilt.
+    let entry = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pipe-")
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&entry).unwrap();
+    std::fs::write(&entry, text.replacen("proc", "proc ", 1)).unwrap();
+    let third = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(!third.cached);
+    assert_eq!(run(&third.module), run(&first.module));
+}

@@ -48,6 +48,13 @@ impl Lower<'_> {
             Expr::Cast(t, a) if *t == COORD => self.to_lin(a, ctx)?,
             Expr::Binary(op, a, b) => {
                 let (x, y) = (self.to_lin(a, ctx)?, self.to_lin(b, ctx)?);
+                // Constants fold in i32, wrapping, as the reference evaluates coordinates.
+                if let (Some(u), Some(v)) = (x.as_const(), y.as_const()) {
+                    let (u, v) = (Scalar::I32(u as i32), Scalar::I32(v as i32));
+                    if let Ok(Scalar::I32(r)) = weft_interp::binary(*op, u, v) {
+                        return Ok(Lin::konst(r as i64));
+                    }
+                }
                 match op {
                     BinOp::Add => x.add(&y),
                     BinOp::Sub => x.sub(&y),
@@ -125,11 +132,45 @@ impl Lower<'_> {
                 How::Fused { fused, .. } => under(st, *fused, leaves),
             }
         }
+        // Whether a variable takes only values in its range whenever its loops do: splits below
+        // it guard their tails or round up or shift by factors its extent makes harmless.
+        fn exact(st: &Stage, v: usize, fits: &HashSet<VarId>) -> bool {
+            let dv = &st.vars[v];
+            match &dv.how {
+                How::Leaf => true,
+                How::Split {
+                    outer,
+                    inner,
+                    factor,
+                    tail,
+                } => {
+                    let own = match tail {
+                        Tail::GuardWithIf => true,
+                        Tail::RoundUp => dv.ext.as_const().is_some_and(|e| e % factor == 0),
+                        Tail::ShiftInwards => {
+                            fits.contains(&dv.id) || dv.ext.as_const().is_some_and(|e| e >= *factor)
+                        }
+                    };
+                    own && exact(st, *outer, fits) && exact(st, *inner, fits)
+                }
+                How::Fused { fused, .. } => exact(st, *fused, fits),
+            }
+        }
         for (v, dv) in st.vars.iter().enumerate() {
             let (some, all) = under(st, v, &leaves);
             if !some {
                 continue;
             }
+            // The shortcuts below give a split variable's range from its own tail alone; that
+            // holds only when the loops it is made of stay in their ranges.
+            let all = all
+                && match &dv.how {
+                    How::Leaf => true,
+                    How::Split { outer, inner, .. } => {
+                        exact(st, *outer, &self.fits) && exact(st, *inner, &self.fits)
+                    }
+                    How::Fused { fused, .. } => exact(st, *fused, &self.fits),
+                };
             let last = dv.min.add(&dv.ext).add_k(-1);
             let beta0 = self.engine == Engine::Beta0;
             let (lo, hi) = match &dv.how {
@@ -356,6 +397,12 @@ impl Lower<'_> {
                 None => region[b.dim].0.clone(),
             };
             let max = min.add(&ext).add_k(-1);
+            if let Some(w) = &window {
+                // An output computes its window: the bound must hold it (and the writes, which
+                // must stay in the window, then make them equal), as Halide asserts.
+                self.preconds.push(Cond::le(&min, &w[b.dim].0));
+                self.preconds.push(Cond::le(&w[b.dim].1, &max));
+            }
             if let Some((Some(lo), Some(hi))) = need.get(b.dim) {
                 if site != Site::Root {
                     return Err(fail(

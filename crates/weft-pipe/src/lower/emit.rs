@@ -113,7 +113,23 @@ impl Lower<'_> {
         let (v, kind) = st.loops[depth];
         let dv = st.vars[v].clone();
         let lo = self.lin_expr(&dv.min, env)?;
-        let hi = self.lin_expr(&dv.min.add(&dv.ext), env)?;
+        // Extents that are arguments are positive; any other may come out negative (a region
+        // no iteration needs, as under a guard that fails for a whole tile): it is empty then.
+        let sizes: HashSet<VarId> = self
+            .inputs
+            .iter()
+            .chain(&self.outputs)
+            .flat_map(|io| io.lens.iter().copied())
+            .collect();
+        let ext = &dv.ext;
+        let positive = ext.as_const().is_some_and(|c| c >= 0)
+            || matches!(ext.terms.as_slice(), [(Atom::Var(u), 1)] if ext.k >= 0 && sizes.contains(u));
+        let ext = if positive {
+            ext.clone()
+        } else {
+            ext.max_with(&Lin::konst(0))
+        };
+        let hi = self.lin_expr(&dv.min.add(&ext), env)?;
         let here = Site::At(f, s, depth);
         // Guards of splits whose loops are all bound here wrap everything inside, so code
         // computed at this level never runs for points outside the region.
@@ -206,14 +222,13 @@ impl Lower<'_> {
         guard
     }
 
-    /// The innermost statement of a stage: guards of its splits, then the store.
+    /// The innermost statement of a stage: the store (the splits' guards are around it).
     pub(super) fn emit_store(
         &mut self,
         f: usize,
         s: usize,
         env: &HashMap<VarId, IExpr>,
     ) -> Res<Vec<Stmt>> {
-        let mut guard = Cond::Const(true);
         let (lhs, value, wheres) = self.bodies[f][s].clone();
         let func = &self.p.funcs[f];
         let buf = self.funcs[f]
@@ -225,33 +240,18 @@ impl Lower<'_> {
         if value.ty != Ty::Data(func.ty) {
             value = IExpr::cast(func.ty, value);
         }
+        // Predicates are data (i32 arithmetic that wraps, as the reference computes them), so
+        // the store keeps the previous value where one fails.
         for w in &wheres {
-            match self.to_cond(w, Some((f, s))) {
-                Ok(c) => guard = Cond::and(guard, c),
-                Err(_) => {
-                    let c = self.data_expr(w, (f, s), env)?;
-                    let old = IExpr::read(&buf.sym, buf.elem, idx.clone());
-                    value = IExpr::select(c, value, old);
-                }
-            }
+            let c = self.data_expr(w, (f, s), env)?;
+            let old = IExpr::read(&buf.sym, buf.elem, idx.clone());
+            value = IExpr::select(c, value, old);
         }
-        let store = Stmt::new(
+        Ok(vec![Stmt::new(
             StmtKind::Assign {
                 buf: buf.sym.clone(),
                 idx,
                 rhs: value,
-            },
-            Span::DUMMY,
-        );
-        if guard == Cond::Const(true) {
-            return Ok(vec![store]);
-        }
-        let cond = self.cond_expr(&guard, env)?;
-        Ok(vec![Stmt::new(
-            StmtKind::If {
-                cond,
-                then_body: vec![store],
-                else_body: Vec::new(),
             },
             Span::DUMMY,
         )])
@@ -352,6 +352,12 @@ impl Lower<'_> {
     /// A control expression as weft, variables that are not loops replaced by their definitions.
     pub(super) fn lin_expr(&self, l: &Lin, env: &HashMap<VarId, IExpr>) -> Res<IExpr> {
         let l = &self.expand_defs(l);
+        if l.size() > 4 * crate::cexpr::MAX_SIZE {
+            return Err(fail(
+                "bounds-size",
+                "the bounds of this schedule's nested tiles grow too large to emit; use fewer levels of splits or compute levels".into(),
+            ));
+        }
         let mut acc: Option<IExpr> = None;
         let add = |acc: &mut Option<IExpr>, t: IExpr, c: i64| {
             let t = if c == 1 {
@@ -412,6 +418,10 @@ impl Lower<'_> {
             return l.clone();
         }
         let next = l.subst(&|v| self.defs.get(&v).cloned());
+        if next.size() > 4 * crate::cexpr::MAX_SIZE {
+            // Too large to emit: `lin_expr` reports it.
+            return next;
+        }
         self.expand_defs(&next)
     }
 

@@ -643,10 +643,21 @@ impl FuncHandle<'_> {
 
     /// `vectorize(var, width)`: split by `width` (inner loop `var_v`) and vectorize the inner.
     pub fn vectorize_by(&mut self, var: &str, width: i64) -> Result<&mut Self, DirectiveError> {
-        let inner = format!("{var}_v");
-        let tail = self.auto_tail();
-        self.split(var, var, &inner, width, tail)?;
+        let inner = self.split_off(var, "v", width)?;
         self.vectorize(&inner)
+    }
+
+    /// Split `var` by `factor` with the default tail, the inner loop named `var_suffix`.
+    fn split_off(
+        &mut self,
+        var: &str,
+        suffix: &str,
+        factor: i64,
+    ) -> Result<String, DirectiveError> {
+        let inner = format!("{var}_{suffix}");
+        let tail = self.auto_tail();
+        self.split(var, var, &inner, factor, tail)?;
+        Ok(inner)
     }
 
     /// `unroll(var)`: the loop must have a constant extent (checked by lowering).
@@ -658,9 +669,7 @@ impl FuncHandle<'_> {
 
     /// `unroll(var, factor)`: split by `factor` (inner loop `var_u`) and unroll the inner.
     pub fn unroll_by(&mut self, var: &str, factor: i64) -> Result<&mut Self, DirectiveError> {
-        let inner = format!("{var}_u");
-        let tail = self.auto_tail();
-        self.split(var, var, &inner, factor, tail)?;
+        let inner = self.split_off(var, "u", factor)?;
         self.unroll(&inner)
     }
 

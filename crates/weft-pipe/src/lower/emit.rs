@@ -115,15 +115,15 @@ impl Lower<'_> {
         let lo = self.lin_expr(&dv.min, env)?;
         // Extents that are arguments are positive; any other may come out negative (a region
         // no iteration needs, as under a guard that fails for a whole tile): it is empty then.
-        let sizes: HashSet<VarId> = self
-            .inputs
-            .iter()
-            .chain(&self.outputs)
-            .flat_map(|io| io.lens.iter().copied())
-            .collect();
         let ext = &dv.ext;
+        let is_size = |u: &VarId| {
+            self.inputs
+                .iter()
+                .chain(&self.outputs)
+                .any(|io| io.lens.contains(u))
+        };
         let positive = ext.as_const().is_some_and(|c| c >= 0)
-            || matches!(ext.terms.as_slice(), [(Atom::Var(u), 1)] if ext.k >= 0 && sizes.contains(u));
+            || matches!(ext.terms.as_slice(), [(Atom::Var(u), 1)] if ext.k >= 0 && is_size(u));
         let ext = if positive {
             ext.clone()
         } else {

@@ -830,6 +830,18 @@ impl<'u> ProcCx<'u> {
                 })
             }
             ExprKind::ReadConfig { config, field } => self.config_member(config, *field, e.span),
+            ExprKind::DataIndex { value, lo, hi } => {
+                if !matches!(value.ty, Ty::Data(d) if d.is_int()) {
+                    return Err(unsupported(e.span, "clamp_index of a non-integer value"));
+                }
+                // Every integer type but u64 (which weft lacks) converts to int64_t exactly.
+                let v = format!("((int64_t) {})", self.expr(value)?);
+                let (lo, hi) = (self.expr(lo)?, self.expr(hi)?);
+                let h = &mut self.unit.helpers;
+                let min = h.min_max(DType::I64, true);
+                let max = h.min_max(DType::I64, false);
+                Ok(format!("{max}({min}({v}, {hi}), {lo})"))
+            }
         }
     }
 
@@ -996,6 +1008,8 @@ impl<'u> ProcCx<'u> {
         }
         let base = match f {
             MathFn::Abs => "fabs",
+            // Ties to even, as Halide's `round` (the default rounding mode).
+            MathFn::Round => "nearbyint",
             other => other.name(),
         };
         let suffix = if d == DType::F32 { "f" } else { "" };

@@ -349,6 +349,20 @@ impl<'c> Machine<'c> {
                     ),
                 }
             }
+            ExprKind::DataIndex { value, lo, hi } => {
+                let v = match self.eval_data(env, value)? {
+                    Some(v) => v.as_i128().ok_or_else(|| {
+                        InterpError::new(format!("`{e}` has a non-integer value"), span)
+                    })?,
+                    None => return fail(format!("`{e}` reads an uninitialised value"), span),
+                };
+                let (lo, hi) = (self.eval_int(env, lo)?, self.eval_int(env, hi)?);
+                Ok(Ctrl::Int(
+                    v.clamp(i64::MIN as i128, i64::MAX as i128)
+                        .min(hi as i128)
+                        .max(lo as i128) as i64,
+                ))
+            }
             ExprKind::Read { .. } | ExprKind::Cast(..) | ExprKind::Math(..) => {
                 fail(format!("control value depends on data: `{e}`"), span)
             }
@@ -376,6 +390,10 @@ impl<'c> Machine<'c> {
             }
             ExprKind::Var(sym) => fail(
                 format!("control variable `{sym}` used as a data value (a cast is needed)"),
+                span,
+            ),
+            ExprKind::DataIndex { .. } => fail(
+                format!("`{e}` used as a data value (it may only be an index)"),
                 span,
             ),
             ExprKind::Read { buf, idx } => {

@@ -243,6 +243,7 @@ macro_rules! float_math {
             MathFn::Abs => x.abs(),
             MathFn::Floor => x.floor(),
             MathFn::Ceil => x.ceil(),
+            MathFn::Round => x.round_ties_even(),
             MathFn::Pow => x.powf($get($args[1])?),
             MathFn::Fma => x.mul_add($get($args[1])?, $get($args[2])?),
         }))

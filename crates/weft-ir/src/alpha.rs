@@ -62,6 +62,18 @@ impl Alpha {
             (K::Select(x1, x2, x3), K::Select(y1, y2, y3)) => {
                 self.expr(x1, y1) && self.expr(x2, y2) && self.expr(x3, y3)
             }
+            (
+                K::DataIndex {
+                    value: x1,
+                    lo: x2,
+                    hi: x3,
+                },
+                K::DataIndex {
+                    value: y1,
+                    lo: y2,
+                    hi: y3,
+                },
+            ) => self.expr(x1, y1) && self.expr(x2, y2) && self.expr(x3, y3),
             (K::Cast(t, x), K::Cast(u, y)) => t == u && self.expr(x, y),
             (K::Math(f, x), K::Math(g, y)) => f == g && self.exprs(x, y),
             (K::Window { buf: x, coords: c }, K::Window { buf: y, coords: d }) => {

@@ -111,12 +111,15 @@ pub enum MathFn {
     Abs,
     Floor,
     Ceil,
+    /// Round to the nearest integer, ties to even (C's `nearbyint` in the default rounding
+    /// mode; Halide's `round`).
+    Round,
     Pow,
     Fma,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 11] = [
+    pub const ALL: [MathFn; 12] = [
         MathFn::Sqrt,
         MathFn::Exp,
         MathFn::Log,
@@ -126,6 +129,7 @@ impl MathFn {
         MathFn::Abs,
         MathFn::Floor,
         MathFn::Ceil,
+        MathFn::Round,
         MathFn::Pow,
         MathFn::Fma,
     ];
@@ -141,6 +145,7 @@ impl MathFn {
             MathFn::Abs => "abs",
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
+            MathFn::Round => "round",
             MathFn::Pow => "pow",
             MathFn::Fma => "fma",
         }
@@ -198,6 +203,16 @@ pub enum ExprKind {
         config: Arc<Config>,
         field: usize,
     },
+    /// `clamp_index(value, lo, hi)`: an index computed from data (a lookup table, a histogram
+    /// bin), `max(min(value, hi), lo)` with `value` an integer data expression and `lo`, `hi`
+    /// control expressions. Allowed only as a whole index of a read, assignment or reduction:
+    /// control flow never depends on data, and the analyses see the access as touching some
+    /// unknown point of `[lo, hi]` (or `lo` when `hi < lo`).
+    DataIndex {
+        value: Expr,
+        lo: Expr,
+        hi: Expr,
+    },
 }
 
 #[derive(Debug, PartialEq)]
@@ -249,6 +264,7 @@ fn take_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
         ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => out.push(a),
         ExprKind::Binary(_, a, b) => out.extend([a, b]),
         ExprKind::Select(c, a, b) => out.extend([c, a, b]),
+        ExprKind::DataIndex { value, lo, hi } => out.extend([value, lo, hi]),
         ExprKind::Window { coords, .. } => {
             for c in coords {
                 match c {
@@ -396,6 +412,19 @@ impl Expr {
                 field,
             },
             ty,
+            Span::DUMMY,
+        )
+    }
+
+    /// `clamp_index(value, lo, hi)`: see [`ExprKind::DataIndex`].
+    pub fn data_index(value: Expr, lo: Expr, hi: Expr) -> Expr {
+        Expr::raw(
+            ExprKind::DataIndex {
+                value,
+                lo: lo.coerce(Ty::Int),
+                hi: hi.coerce(Ty::Int),
+            },
+            Ty::Int,
             Span::DUMMY,
         )
     }

@@ -419,6 +419,12 @@ impl<'n> Printer<'n> {
                 self.expr(a),
                 self.expr(b)
             ),
+            ExprKind::DataIndex { value, lo, hi } => format!(
+                "clamp_index({}, {}, {})",
+                self.expr(value),
+                self.expr(lo),
+                self.expr(hi)
+            ),
             ExprKind::Cast(t, a) => format!("{}({})", t.name(), self.expr(a)),
             ExprKind::Math(f, args) => {
                 let parts: Vec<String> = args.iter().map(|a| self.expr(a)).collect();

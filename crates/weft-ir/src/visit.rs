@@ -29,7 +29,12 @@ pub fn for_each_child<'a>(kind: &'a ExprKind, mut f: impl FnMut(&'a Expr)) {
             f(a);
             f(b)
         }
-        ExprKind::Select(c, a, b) => {
+        ExprKind::Select(c, a, b)
+        | ExprKind::DataIndex {
+            value: c,
+            lo: a,
+            hi: b,
+        } => {
             f(c);
             f(a);
             f(b)

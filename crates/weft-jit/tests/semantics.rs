@@ -166,9 +166,9 @@ impl Data {
 const INT_OPS: [&str; 9] = [
     "add", "sub", "mul", "div", "mod", "min", "max", "neg", "abs",
 ];
-const FLOAT_OPS: [&str; 18] = [
-    "add", "sub", "mul", "div", "min", "max", "neg", "abs", "sqrt", "floor", "ceil", "fma", "exp",
-    "log", "sin", "cos", "tanh", "pow",
+const FLOAT_OPS: [&str; 19] = [
+    "add", "sub", "mul", "div", "min", "max", "neg", "abs", "sqrt", "floor", "ceil", "round",
+    "fma", "exp", "log", "sin", "cos", "tanh", "pow",
 ];
 
 fn ops_of(d: DType) -> &'static [&'static str] {
@@ -234,6 +234,7 @@ fn build() -> Arc<Proc> {
                     "sqrt" => m1(MathFn::Sqrt),
                     "floor" => m1(MathFn::Floor),
                     "ceil" => m1(MathFn::Ceil),
+                    "round" => m1(MathFn::Round),
                     "exp" => m1(MathFn::Exp),
                     "log" => m1(MathFn::Log),
                     "sin" => m1(MathFn::Sin),
@@ -305,6 +306,7 @@ fn float_expect(op: &str, a: f64, b: f64, d: DType) -> f64 {
             "sqrt" => a.sqrt(),
             "floor" => a.floor(),
             "ceil" => a.ceil(),
+            "round" => a.round_ties_even(),
             "fma" => a.mul_add(b, a),
             "exp" => a.exp(),
             "log" => a.ln(),
@@ -338,6 +340,7 @@ fn float_expect(op: &str, a: f64, b: f64, d: DType) -> f64 {
             "sqrt" => a.sqrt(),
             "floor" => a.floor(),
             "ceil" => a.ceil(),
+            "round" => a.round_ties_even(),
             "fma" => a.mul_add(b, a),
             "exp" => a.exp(),
             "log" => a.ln(),

@@ -17,6 +17,7 @@
 
 use crate::ast::{Callee, Expr, Func, Pipeline, COORD};
 use std::collections::HashMap;
+use std::rc::Rc;
 use weft_interp::Scalar;
 
 /// An error value; the order is the formalisation's (`RDom < Mem`).
@@ -103,6 +104,8 @@ pub fn realize(
                     p,
                     args,
                     memo: HashMap::new(),
+                    domains: HashMap::new(),
+                    runs: HashMap::new(),
                 };
                 let mut out = Vec::new();
                 let mut point = vec![0i64; window.len()];
@@ -137,6 +140,29 @@ struct Evaluator<'a> {
     args: &'a Args,
     /// (func, stage, points of the stage that ran, point) -> value.
     memo: HashMap<(usize, usize, usize, Vec<i64>), Value>,
+    /// (func, stage) -> the points of the stage's reduction domain (startup expressions: one
+    /// value per realization).
+    domains: HashMap<(usize, usize), Domain>,
+    /// Scattering stages run as a whole, by (func, stage, slice).
+    runs: HashMap<RunKey, Run>,
+}
+
+/// A stage whose left-hand side is not its pure variables (a histogram, a scan) writes points
+/// that only running it tells: it runs once per slice (the values of the pure variables it
+/// keeps, `None` for the other dimensions), points in order, as the semantics' sequence of
+/// selects does for every point at once.
+type RunKey = (usize, usize, Vec<Option<i64>>);
+
+/// The points of a reduction domain in order, or the error of a negative extent.
+type Domain = Result<Rc<Vec<Vec<i64>>>, ErrorValue>;
+
+#[derive(Default)]
+struct Run {
+    /// The points written so far, with their values.
+    written: HashMap<Vec<i64>, Value>,
+    /// The largest error of a left-hand side, predicate or value so far: select is strict, so
+    /// it reaches every point of the slice.
+    poison: Option<ErrorValue>,
 }
 
 type Eval<T> = Result<T, String>;
@@ -167,14 +193,106 @@ impl Evaluator<'_> {
             self.memo.insert(key, v);
             return Ok(v);
         }
-        match self.domain(f, j)? {
-            Err(e) => Ok(Err(e)),
-            Ok(points) => self.after_points(f, j, points.len(), x, &points),
+        let points = match self.domain(f, j)? {
+            Err(e) => return Ok(Err(e)),
+            Ok(points) => points,
+        };
+        match self.slice(f, j, x) {
+            Some(key) => {
+                if !self.runs.contains_key(&key) {
+                    self.run_stage(&key, x, &points)?;
+                }
+                self.in_run(&key, x)
+            }
+            None => self.after_points(f, j, points.len(), x, &points),
         }
     }
 
+    /// The slice of `x` in stage `j` of `f` when the stage scatters (see [`Run`]).
+    fn slice(&self, f: usize, j: usize, x: &[i64]) -> Option<RunKey> {
+        let lhs = &self.p.funcs[f].updates[j - 1].lhs;
+        let pure = |d: usize| lhs[d] == Expr::Var(d);
+        if (0..lhs.len()).all(pure) {
+            return None;
+        }
+        let slice = (0..lhs.len()).map(|d| pure(d).then(|| x[d])).collect();
+        Some((f, j, slice))
+    }
+
+    /// The value at `x` of the stage run (or running) as `key`: what it wrote, or the value
+    /// before the stage, with the errors so far.
+    fn in_run(&mut self, key: &RunKey, x: &[i64]) -> Eval<Value> {
+        let (written, poison) = match self.runs.get(key) {
+            Some(r) => (r.written.get(x).copied(), r.poison),
+            None => return Err("a stage run is missing".into()),
+        };
+        // Select is strict in the previous value too: an error there stays.
+        let v = match (self.after_stage(key.0, key.1 - 1, x)?, written) {
+            (Err(old), _) => Err(old),
+            (Ok(_), Some(v)) => v,
+            (before, None) => before,
+        };
+        Ok(match (poison, v) {
+            (None, v) => v,
+            (Some(e), Ok(_)) => Err(e),
+            (Some(e), Err(old)) => Err(e.max(old)),
+        })
+    }
+
+    /// Run the scattering stage `key` (of which `x` is a point) over all its domain's points.
+    fn run_stage(&mut self, key: &RunKey, x: &[i64], points: &[Vec<i64>]) -> Eval<()> {
+        let (f, j) = (key.0, key.1);
+        self.runs.insert(key.clone(), Run::default());
+        let ty = self.p.funcs[f].ty;
+        for (n, r) in points.iter().enumerate() {
+            let u = &self.p.funcs[f].updates[j - 1];
+            let site = Site {
+                func: f,
+                vars: x,
+                rvars: r,
+                stage: j,
+                before: n,
+            };
+            let mut err: Option<ErrorValue> = None;
+            let mut at = Vec::with_capacity(u.lhs.len());
+            for e in &u.lhs {
+                match self.eval(e, &site)? {
+                    Ok(c) => at.push(int_of(c)?),
+                    Err(e) => err = err.max(Some(e)),
+                }
+            }
+            let mut hit = true;
+            for w in &u.wheres {
+                match self.eval(w, &site)? {
+                    Ok(c) => hit &= truth(c),
+                    Err(e) => err = err.max(Some(e)),
+                }
+            }
+            let value = self.eval(&u.value, &site)?.map(|s| s.cast(ty));
+            if let Err(e) = value {
+                err = err.max(Some(e));
+            }
+            let run = self.runs.get_mut(key).ok_or("a stage run is missing")?;
+            if err.is_some() {
+                run.poison = run.poison.max(err);
+            } else if hit {
+                run.written.insert(at, value);
+            }
+        }
+        Ok(())
+    }
+
     /// The points of stage `j`'s reduction domain in order, or the error of a negative extent.
-    fn domain(&mut self, f: usize, j: usize) -> Eval<Result<Vec<Vec<i64>>, ErrorValue>> {
+    fn domain(&mut self, f: usize, j: usize) -> Eval<Domain> {
+        if let Some(d) = self.domains.get(&(f, j)) {
+            return Ok(d.clone());
+        }
+        let d = self.compute_domain(f, j)?.map(Rc::new);
+        self.domains.insert((f, j), d.clone());
+        Ok(d)
+    }
+
+    fn compute_domain(&mut self, f: usize, j: usize) -> Eval<Result<Vec<Vec<i64>>, ErrorValue>> {
         let u = &self.p.funcs[f].updates[j - 1];
         let mut dims = Vec::new();
         for r in &u.rdom {
@@ -315,6 +433,9 @@ impl Evaluator<'_> {
                     Callee::Func(g) if *g == site.func && site.stage > 0 => {
                         if site.before == 0 {
                             self.after_stage(*g, site.stage - 1, &idx)?
+                        } else if let Some(key) = self.slice(*g, site.stage, &idx) {
+                            // The slice is the one running (syntactic separation).
+                            self.in_run(&key, &idx)?
                         } else {
                             let points = match self.domain(*g, site.stage)? {
                                 Ok(p) => p,

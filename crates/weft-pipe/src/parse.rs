@@ -90,6 +90,7 @@ fn math(s: &str) -> Option<MathFn> {
         "tanh" => MathFn::Tanh,
         "floor" => MathFn::Floor,
         "ceil" => MathFn::Ceil,
+        "round" => MathFn::Round,
         "pow" => MathFn::Pow,
         _ => return None,
     })

@@ -50,8 +50,10 @@ fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
     Expr::binary(op, a, b)
 }
 
-/// A coordinate of dimension `d` for a read: the variable with a small offset, sometimes scaled.
-fn coord(r: &mut Rng, var: Expr, scaled: &mut bool) -> Expr {
+/// A coordinate of dimension `d` for a read: the variable with a small offset, sometimes scaled,
+/// sometimes computed from data (a clamped read of the input, as lookup tables are indexed).
+fn coord(r: &mut Rng, vars: &[Expr], d: usize, scaled: &mut bool) -> Expr {
+    let var = vars[d].clone();
     let base = match r.below(10) {
         0 if !*scaled => {
             *scaled = true;
@@ -68,11 +70,32 @@ fn coord(r: &mut Rng, var: Expr, scaled: &mut bool) -> Expr {
         ),
         // Constant arithmetic that wraps in i32 (65536 * 65536 is 0: x / 0 is 0).
         3 if r.chance(20) => bin(BinOp::Div, var, bin(BinOp::Mul, int(65536), int(65536))),
+        4 if r.chance(50) => data_coord(r, vars, var),
         _ => var,
     };
     match r.range(-2, 2) {
         0 => base,
         d => bin(BinOp::Add, base, int(d)),
+    }
+}
+
+/// `clamp(v, lo, hi)` as the text form builds it.
+fn clamp(v: Expr, lo: Expr, hi: Expr) -> Expr {
+    bin(BinOp::Min, bin(BinOp::Max, v, lo), hi)
+}
+
+/// A coordinate read from the input at `vars` and clamped: to constants, around `var`, or to
+/// `0..=n` (a single point when `n < 0`).
+fn data_coord(r: &mut Rng, vars: &[Expr], var: Expr) -> Expr {
+    let read = Expr::input(0, vars.to_vec());
+    match r.below(3) {
+        0 => clamp(read, int(r.range(-3, 1)), int(r.range(0, 4))),
+        1 => clamp(
+            bin(BinOp::Add, read, var.clone()),
+            bin(BinOp::Sub, var.clone(), int(2)),
+            bin(BinOp::Add, var, int(2)),
+        ),
+        _ => clamp(read, int(0), Expr::Param(0)),
     }
 }
 
@@ -86,12 +109,12 @@ fn value(r: &mut Rng, f: usize, vars: &[Expr], depth: u32, scaled: &mut bool) ->
                 let g = r.below(f);
                 Expr::call(
                     g,
-                    vars.iter().map(|v| coord(r, v.clone(), scaled)).collect(),
+                    (0..vars.len()).map(|d| coord(r, vars, d, scaled)).collect(),
                 )
             }
             _ => Expr::input(
                 0,
-                vars.iter().map(|v| coord(r, v.clone(), scaled)).collect(),
+                (0..vars.len()).map(|d| coord(r, vars, d, scaled)).collect(),
             ),
         };
     }
@@ -130,8 +153,22 @@ fn pipeline(r: &mut Rng) -> Pipeline {
                 extent,
             }];
             let me = |c: Vec<Expr>| Expr::call(f, c);
-            // Either a pure update that sums over r, or one that writes the points r.
-            if rank == 1 && r.chance(40) {
+            // A histogram: the update writes where the input says (dimension 0 of a 2-D func
+            // stays the pure `x`).
+            if r.chance(25) {
+                let mut lhs = vars.clone();
+                let mut at = vars.clone();
+                at[rank - 1] = Expr::RVar(0);
+                lhs[rank - 1] = clamp(Expr::input(0, at), int(r.range(-3, 1)), int(r.range(0, 4)));
+                let val = bin(BinOp::Add, me(lhs.clone()), int(1));
+                updates.push(Update {
+                    rdom,
+                    wheres: vec![],
+                    lhs,
+                    value: val,
+                });
+            } else if rank == 1 && r.chance(40) {
+                // A scan that writes the points r.
                 let lhs = vec![Expr::RVar(0)];
                 let prev = me(vec![bin(BinOp::Sub, Expr::RVar(0), int(1))]);
                 let val = bin(BinOp::Add, prev, Expr::input(0, vec![Expr::RVar(0)]));
@@ -142,6 +179,7 @@ fn pipeline(r: &mut Rng) -> Pipeline {
                     value: val,
                 });
             } else {
+                // A pure update that sums over r.
                 let mut c: Vec<Expr> = vars.clone();
                 c[0] = bin(BinOp::Add, vars[0].clone(), Expr::RVar(0));
                 let read = Expr::input(0, c);

@@ -285,8 +285,8 @@ fn division_by_zero_outside_the_computed_region() {
 
 /// §7.4 (Halide #6131): an index computed by a func (`h(x) = clamp(x, lo, lo + 20)`) reads
 /// `g` only inside its computed region, even under a rounded-up vectorized split. Inlined, `h`
-/// bounds `g` to `[lo, lo + 20]`; computed into a buffer it is a data-dependent index, which
-/// lowering reports.
+/// bounds `g` to `[lo, lo + 20]`; computed into a buffer its values are data, of type `i32`,
+/// with no bounds: lowering asks for a clamp rather than read outside what it computed.
 #[test]
 fn index_reads_stay_inside_the_computed_region() {
     let clamp =
@@ -339,8 +339,8 @@ fn index_reads_stay_inside_the_computed_region() {
     let err = weft_pipe::lower::lower(&p, &s, &common::dram())
         .err()
         .expect("rejected");
-    assert_eq!(err.rule, "affine");
-    assert!(err.message.contains("data-dependent"), "{err}");
+    assert_eq!(err.rule, "data-index");
+    assert!(err.message.contains("clamp it"), "{err}");
 }
 
 /// §7.5 (Halide #6808): `f(x) = 1; r.where(f(0) == 1); f(r) = 2; f.update().parallel(r)` races;

@@ -82,6 +82,11 @@ pub trait Rewriter: Sized {
             ExprKind::Unary(op, a) => ExprKind::Unary(*op, self.expr(a)),
             ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, self.expr(a), self.expr(b)),
             ExprKind::Select(c, a, b) => ExprKind::Select(self.expr(c), self.expr(a), self.expr(b)),
+            ExprKind::DataIndex { value, lo, hi } => ExprKind::DataIndex {
+                value: self.expr(value),
+                lo: self.expr(lo),
+                hi: self.expr(hi),
+            },
             ExprKind::Cast(t, a) => ExprKind::Cast(*t, self.expr(a)),
             ExprKind::Math(f, args) => ExprKind::Math(*f, self.exprs(args)),
             ExprKind::Window { buf, coords } => {

@@ -62,6 +62,10 @@ pub(crate) fn structural_key(e: &Expr) -> String {
                 out.push('s');
                 list(&[a.clone(), b.clone(), c.clone()], out);
             }
+            ExprKind::DataIndex { value, lo, hi } => {
+                out.push('d');
+                list(&[value.clone(), lo.clone(), hi.clone()], out);
+            }
             ExprKind::Cast(t, a) => {
                 let _ = write!(out, "c{t:?}");
                 list(std::slice::from_ref(a), out);
@@ -181,6 +185,11 @@ pub fn expr(e: &Expr) -> Expr {
         ExprKind::Unary(op, a) => ExprKind::Unary(*op, expr(a)),
         ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, expr(a), expr(b)),
         ExprKind::Select(c, a, b) => ExprKind::Select(expr(c), expr(a), expr(b)),
+        ExprKind::DataIndex { value, lo, hi } => ExprKind::DataIndex {
+            value: expr(value),
+            lo: expr(lo),
+            hi: expr(hi),
+        },
         ExprKind::Cast(t, a) => ExprKind::Cast(*t, expr(a)),
         ExprKind::Math(f, xs) => ExprKind::Math(*f, xs.iter().map(expr).collect()),
         ExprKind::Window { buf, coords } => ExprKind::Window {

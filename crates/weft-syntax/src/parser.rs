@@ -1355,6 +1355,15 @@ impl<'a, 'r> Parser<'a, 'r> {
                     };
                     Expr::select(c, x, y)
                 }
+                "clamp_index" => {
+                    self.bump();
+                    let mut a = self.call_args("clamp_index", 3)?.into_iter();
+                    let (v, lo, hi) = match (a.next(), a.next(), a.next()) {
+                        (Some(v), Some(lo), Some(hi)) => (v, lo, hi),
+                        _ => return Err(self.expected("three arguments")),
+                    };
+                    Expr::data_index(v, lo, hi)
+                }
                 "min" | "max" => {
                     self.bump();
                     let mut a = self.call_args(&s, 2)?.into_iter();

@@ -119,6 +119,7 @@ pub fn random_proc_with(
         counter: 0,
         allocs: 0,
         hazards,
+        in_data_index: false,
     };
     let n_tensors = g.rng.gen_range(1..=4);
     for k in 0..n_tensors {
@@ -220,6 +221,9 @@ struct Gen<'r, R: Rng> {
     /// Temporaries allocated so far (at most 3 per proc keep the procs small).
     allocs: usize,
     hazards: Hazards,
+    /// Set while no `clamp_index` may be generated: inside the value of one (they do not nest)
+    /// and in window coordinates.
+    in_data_index: bool,
 }
 
 /// The deepest nesting of `for`/`if` blocks.
@@ -277,8 +281,17 @@ impl<R: Rng> Gen<'_, R> {
         }
     }
 
-    /// A control index expression that lies in `0..extent` whatever the sizes are.
+    /// A control index expression that lies in `0..extent` whatever the sizes are; sometimes an
+    /// index computed from data, `clamp_index(v, 0, extent - 1)`.
     fn index_for(&mut self, ext: &Ext) -> Expr {
+        if !self.in_data_index && self.rng.gen_bool(0.05) {
+            self.in_data_index = true;
+            let v = self.read_where(DType::is_int);
+            self.in_data_index = false;
+            if let Some(v) = v {
+                return Expr::data_index(v, Expr::int(0), self.ext_last(ext));
+            }
+        }
         let mut cands: Vec<Expr> = vec![Expr::int(0)];
         for (k, v) in self.loops.iter().enumerate() {
             let x = &v.var;
@@ -320,6 +333,15 @@ impl<R: Rng> Gen<'_, R> {
         if self.hazards.extreme_constants && self.rng.gen_bool(0.2) {
             return self.extreme(i);
         }
+        i
+    }
+
+    /// An index that does not read data (a window coordinate: control values never depend
+    /// on data).
+    fn ctrl_index_for(&mut self, ext: &Ext) -> Expr {
+        let was = std::mem::replace(&mut self.in_data_index, true);
+        let i = self.index_for(ext);
+        self.in_data_index = was;
         i
     }
 
@@ -652,7 +674,7 @@ impl<R: Rng> Gen<'_, R> {
         let mut out = Vec::new();
         for (d, ext) in dims.iter().enumerate() {
             if !keep[d] {
-                let i = self.index_for(ext);
+                let i = self.ctrl_index_for(ext);
                 coords.push(WinCoord::Point(i));
                 continue;
             }
@@ -758,7 +780,7 @@ impl<R: Rng> Gen<'_, R> {
                 if k {
                     WinCoord::Interval(Expr::int(0), self.ext_expr(ext))
                 } else {
-                    WinCoord::Point(self.index_for(ext))
+                    WinCoord::Point(self.ctrl_index_for(ext))
                 }
             })
             .collect()
@@ -785,6 +807,7 @@ impl<R: Rng> Gen<'_, R> {
             counter: 0,
             allocs: 0,
             hazards: self.hazards,
+            in_data_index: false,
         };
         sub.add_buf(x, vec![Ext::Size(0)], true, false);
         sub.add_buf(y, vec![Ext::Size(0)], true, true);
@@ -839,8 +862,13 @@ impl<R: Rng> Gen<'_, R> {
 
     /// Reads of visible buffers with element type `dtype` (any type when `dtype` is `None`).
     fn read_of(&mut self, dtype: Option<DType>) -> Option<Expr> {
+        self.read_where(|e| dtype.is_none_or(|d| e == d))
+    }
+
+    /// A read of a visible buffer whose element type satisfies `elem_ok`.
+    fn read_where(&mut self, elem_ok: impl Fn(DType) -> bool) -> Option<Expr> {
         let cands: Vec<usize> = (0..self.bufs.len())
-            .filter(|&k| dtype.is_none_or(|d| self.bufs[k].buf.elem == d))
+            .filter(|&k| elem_ok(self.bufs[k].buf.elem))
             .collect();
         let &k = cands.choose(self.rng)?;
         let dims = self.bufs[k].dims.clone();

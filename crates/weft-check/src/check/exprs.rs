@@ -84,7 +84,7 @@ impl Walk<'_> {
                 }
                 let mut terms = Vec::new();
                 for i in idx {
-                    terms.push(Some(self.expect_ctrl(i, Ty::Int, "an index")?));
+                    terms.push(Some(self.index_term(i)?));
                 }
                 self.check_addressable(&b, e.span);
                 self.bounds(&b, idx, &terms, e.span, "read");
@@ -93,6 +93,17 @@ impl Walk<'_> {
                     self.require_defined(&b, &cell, e.span, &show());
                 }
                 Ty::Data(b.elem)
+            }
+            ExprKind::DataIndex { .. } => {
+                self.err(
+                    "data-index",
+                    e.span,
+                    format!(
+                        "`{}` may only be a whole index of a read or a write (control values never depend on data)",
+                        show()
+                    ),
+                );
+                return None;
             }
             ExprKind::Unary(op, a) => {
                 let t = self.type_of(a)?;
@@ -278,6 +289,40 @@ impl Walk<'_> {
                 }
             },
         })
+    }
+
+    /// Type-check an index of an access and translate it to a term. A `clamp_index(v, lo, hi)`
+    /// is `max(min(u, hi), lo)` for a fresh unknown `u` in the range of `v`'s type: every
+    /// proof about the access then holds for whatever the data is.
+    pub(super) fn index_term(&mut self, i: &Expr) -> Option<Term> {
+        let ExprKind::DataIndex { value, lo, hi } = &i.kind else {
+            return self.expect_ctrl(i, Ty::Int, "an index");
+        };
+        let vt = self.type_of(value);
+        let lo = self.expect_ctrl(lo, Ty::Int, "the lower bound of `clamp_index`");
+        let hi = self.expect_ctrl(hi, Ty::Int, "the upper bound of `clamp_index`");
+        let range = match vt? {
+            Ty::Data(d) if d.is_int() => d.int_range(),
+            t => {
+                self.err(
+                    "type",
+                    value.span.to(i.span),
+                    format!("the value of `clamp_index` must be an integer, found {t}"),
+                );
+                return None;
+            }
+        };
+        let (lo, hi) = (lo?, hi?);
+        let name = format!("value of {}", expr_to_string(value));
+        let u = crate::init::fresh_var(&mut self.ck.next_unknown, &name);
+        let (rlo, rhi) = range.unwrap_or((i64::MIN as i128, i64::MAX as i128));
+        self.ranges.insert(u.id, Interval::new(rlo, rhi));
+        let u = Term::IntVar(u);
+        self.facts
+            .push(intervals::in_interval(&u, &Interval::new(rlo, rhi)));
+        let (lo, hi) = (self.share(lo), self.share(hi));
+        let below = Term::ite(Term::lt(u.clone(), hi.clone()), u, hi);
+        Some(Term::ite(Term::lt(lo.clone(), below.clone()), below, lo))
     }
 
     /// Type-check a control expression and translate it to a term.

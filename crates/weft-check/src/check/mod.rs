@@ -811,10 +811,7 @@ impl Walk<'_> {
 
     fn write(&mut self, s: &Stmt, buf: &Sym, idx: &[Expr], rhs: &Expr, reduce: bool) {
         let b = self.buffer(buf, s.span);
-        let terms: Vec<Option<Term>> = idx
-            .iter()
-            .map(|i| self.expect_ctrl(i, Ty::Int, "an index"))
-            .collect();
+        let terms: Vec<Option<Term>> = idx.iter().map(|i| self.index_term(i)).collect();
         let rt = self.type_of(rhs);
         let Some(b) = b else { return };
         if idx.len() != b.rank() {

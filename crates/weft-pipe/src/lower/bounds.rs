@@ -250,8 +250,13 @@ impl Lower<'_> {
     ) -> Res<Vec<(End, End)>> {
         args.iter()
             .map(|a| {
-                let l = self.to_lin(a, Some(ctx))?;
-                Ok((scope.lower(&l), scope.upper(&l)))
+                let (lo, hi) = if self.reads_data(a) {
+                    self.data_range(a, ctx)?
+                } else {
+                    let l = self.to_lin(a, Some(ctx))?;
+                    (l.clone(), l)
+                };
+                Ok((scope.lower(&lo), scope.upper(&hi)))
             })
             .collect()
     }

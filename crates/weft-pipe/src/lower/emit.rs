@@ -268,8 +268,7 @@ impl Lower<'_> {
         let alloc = &self.funcs[f].alloc;
         let mut idx = Vec::new();
         for (d, a) in args.iter().enumerate().rev() {
-            let l = self.to_lin(a, Some(ctx))?.sub(&alloc[d].0);
-            idx.push(self.lin_expr(&l, env)?);
+            idx.push(self.index_expr(a, &alloc[d].0, ctx, env)?);
         }
         Ok(idx)
     }
@@ -283,10 +282,8 @@ impl Lower<'_> {
     ) -> Res<Vec<IExpr>> {
         let mut idx = Vec::new();
         for (d, a) in args.iter().enumerate().rev() {
-            let l = self
-                .to_lin(a, Some(ctx))?
-                .sub(&Lin::var(self.inputs[k].mins[d]));
-            idx.push(self.lin_expr(&l, env)?);
+            let min = Lin::var(self.inputs[k].mins[d]);
+            idx.push(self.index_expr(a, &min, ctx, env)?);
         }
         Ok(idx)
     }

@@ -30,6 +30,7 @@ use weft_ir::stmt::{Stmt, StmtKind};
 use weft_ir::{BinOp, Const, DType, Expr as IExpr, Memory, Proc, Span, Sym, Ty, UnOp};
 
 mod bounds;
+mod data_index;
 mod emit;
 
 pub use emit::eval_control;

@@ -121,6 +121,11 @@ impl Rewriter for Occurrences<'_> {
             ExprKind::Unary(op, x) => ExprKind::Unary(*op, r(x)),
             ExprKind::Binary(op, x, y) => ExprKind::Binary(*op, r(x), r(y)),
             ExprKind::Select(c, x, y) => ExprKind::Select(r(c), r(x), r(y)),
+            ExprKind::DataIndex { value, lo, hi } => ExprKind::DataIndex {
+                value: r(value),
+                lo: r(lo),
+                hi: r(hi),
+            },
             ExprKind::Cast(t, x) => ExprKind::Cast(*t, r(x)),
             ExprKind::Math(f, args) => ExprKind::Math(*f, args.iter().map(r).collect()),
             ExprKind::Window { buf, coords } => ExprKind::Window {

@@ -148,6 +148,15 @@ fn replace_occurrences(e: &Expr, pat: &Expr, by: &Expr, count: &mut usize) -> Ex
             let a = r(a);
             ExprKind::Select(c, a, r(b))
         }
+        ExprKind::DataIndex { value, lo, hi } => {
+            let value = r(value);
+            let lo = r(lo);
+            ExprKind::DataIndex {
+                value,
+                lo,
+                hi: r(hi),
+            }
+        }
         ExprKind::Cast(t, a) => ExprKind::Cast(*t, r(a)),
         ExprKind::Math(f, args) => ExprKind::Math(*f, args.iter().map(&mut r).collect()),
         _ => return e.clone(),

@@ -374,6 +374,9 @@ impl Names {
             ExprKind::Select(c, a, b) => {
                 Expr::select(self.resolve(c)?, self.resolve(a)?, self.resolve(b)?)
             }
+            ExprKind::DataIndex { value, lo, hi } => {
+                Expr::data_index(self.resolve(value)?, self.resolve(lo)?, self.resolve(hi)?)
+            }
             ExprKind::Cast(t, a) => Expr::cast(*t, self.resolve(a)?),
             ExprKind::Math(f, args) => Expr::math(
                 *f,

@@ -1,0 +1,230 @@
+//! Indices computed from data (`clamp_index(v, lo, hi)`, issue 9: lookup tables and histograms):
+//! checked for every value the data may hold, run by the interpreter and in C with the same
+//! results, rejected where control flow would depend on data, and kept out of parallel loops
+//! whose iterations may hit the same cell.
+
+use std::collections::HashMap;
+use weft_interp::{run, ArgValue, Buffer, ConfigState};
+use weft_jit::{Arg, BufArg, Jit};
+
+fn load(src: &str) -> Result<weft::Program, weft::Error> {
+    weft::load_str("t.weft", src)
+}
+
+fn rejected(src: &str, rule: &str, fragments: &[&str]) {
+    let e = match load(src) {
+        Ok(_) => panic!("the program must be rejected:\n{src}"),
+        Err(e) => e,
+    };
+    assert!(
+        e.diagnostics.iter().any(|d| d.rule == rule),
+        "no rule {rule}: {e}"
+    );
+    for f in fragments {
+        assert!(e.rendered.contains(f), "no '{f}' in:\n{e}");
+    }
+}
+
+const HIST: &str = "proc hist(n: size, img: u8[n], h: i32[256]) {
+    for b in 0..256 { h[b] = 0; }
+    for i in 0..n { h[clamp_index(img[i], 0, 255)] += 1; }
+}
+proc lut(n: size, m: size, img: i16[n], table: f32[m], out: f32[n]) {
+    for i in 0..n { out[i] = table[clamp_index(img[i] - 3, 0, m - 1)] * 2.0; }
+}
+";
+
+fn pseudo_random(n: usize, seed: u64) -> Vec<i64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 1000) as i64 - 300
+        })
+        .collect()
+}
+
+#[test]
+fn a_histogram_and_a_lookup_table_agree_in_the_interpreter_and_in_c() {
+    let program = load(HIST).unwrap_or_else(|e| panic!("{e}"));
+    let hist = program.module.proc("hist").unwrap().clone();
+    let lut = program.module.proc("lut").unwrap().clone();
+    let dir = tempfile::tempdir().unwrap();
+    let jit = Jit::with_compiler(dir.path(), "cc", vec!["-O2".into()]).unwrap();
+    let module = jit.compile(&[hist.clone(), lut.clone()]).unwrap();
+    for (n, seed) in [(1usize, 1u64), (2, 2), (7, 3), (1000, 4)] {
+        let img: Vec<u8> = pseudo_random(n, seed).iter().map(|v| *v as u8).collect();
+        // The histogram by hand.
+        let mut expect = vec![0i32; 256];
+        for v in &img {
+            expect[*v as usize] += 1;
+        }
+        let mut args = vec![
+            ArgValue::Int(n as i64),
+            ArgValue::Buf(Buffer::from_u8(vec![n], &img)),
+            ArgValue::Buf(Buffer::zeros(weft_ir::DType::I32, vec![256])),
+        ];
+        run(&hist, &mut args, &mut ConfigState::default()).unwrap();
+        assert_eq!(args[2].as_buffer().unwrap().to_i32_vec().unwrap(), expect);
+        let mut h = vec![-1i32; 256];
+        module
+            .kernel("hist")
+            .unwrap()
+            .call(&mut [
+                Arg::Int(n as i64),
+                Arg::Buf(BufArg::from(&img[..])),
+                Arg::Buf(BufArg::new(&mut h, &[256])),
+            ])
+            .unwrap();
+        assert_eq!(h, expect, "n = {n}");
+
+        // A table of 5 entries, indexed below and above its ends.
+        let m = 5;
+        let idx: Vec<i16> = pseudo_random(n, seed + 9)
+            .iter()
+            .map(|v| (*v % 12) as i16)
+            .collect();
+        let table: Vec<f32> = (0..m).map(|k| k as f32 + 0.5).collect();
+        let expect: Vec<f32> = idx
+            .iter()
+            .map(|v| table[(*v as i64 - 3).clamp(0, m as i64 - 1) as usize] * 2.0)
+            .collect();
+        let mut args = vec![
+            ArgValue::Int(n as i64),
+            ArgValue::Int(m as i64),
+            ArgValue::Buf(Buffer::from_i16(vec![n], &idx)),
+            ArgValue::Buf(Buffer::from_f32(vec![m], &table)),
+            ArgValue::Buf(Buffer::zeros(weft_ir::DType::F32, vec![n])),
+        ];
+        run(&lut, &mut args, &mut ConfigState::default()).unwrap();
+        assert_eq!(args[4].as_buffer().unwrap().to_f32_vec().unwrap(), expect);
+        let mut out = vec![0f32; n];
+        module
+            .kernel("lut")
+            .unwrap()
+            .call(&mut [
+                Arg::Int(n as i64),
+                Arg::Int(m as i64),
+                Arg::Buf(BufArg::from(&idx[..])),
+                Arg::Buf(BufArg::from(&table[..])),
+                Arg::Buf(BufArg::new(&mut out, &[n])),
+            ])
+            .unwrap();
+        assert_eq!(out, expect, "n = {n}");
+    }
+}
+
+#[test]
+fn the_clamp_range_must_lie_in_the_buffer_with_a_counterexample() {
+    rejected(
+        "proc f(n: size, img: i16[n], h: i32[256]) {
+            for i in 0..n { h[clamp_index(img[i], 0, 256)] += 1; }
+        }",
+        "bounds",
+        &["h"],
+    );
+    // A u8 value never exceeds 255: the same clamp into 256 cells is safe.
+    load(
+        "proc f(n: size, img: u8[n], h: i32[256]) {
+            for i in 0..n { h[clamp_index(img[i], 0, 256)] += 1; }
+        }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    rejected(
+        "proc f(n: size, m: size, img: i32[n], t: f32[m], o: f32[n]) {
+            for i in 0..n { o[i] = t[clamp_index(img[i], 0, m)]; }
+        }",
+        "bounds",
+        &["m = "],
+    );
+    // A range that starts below 0.
+    rejected(
+        "proc f(n: size, img: i32[n], t: f32[8], o: f32[n]) {
+            for i in 0..n { o[i] = t[clamp_index(img[i], -1, 7)]; }
+        }",
+        "bounds",
+        &["t"],
+    );
+}
+
+#[test]
+fn control_values_never_depend_on_data() {
+    // In a loop bound, a condition, arithmetic of an index, a window coordinate.
+    for body in [
+        "for j in 0..clamp_index(img[0], 0, 3) { o[j] = 1.0; }",
+        "if clamp_index(img[0], 0, 3) == 1 { o[0] = 1.0; }",
+        "o[clamp_index(img[0], 0, 2) + 1] = 1.0;",
+        "let w = o[clamp_index(img[0], 0, 3):4]; w[0] = 1.0;",
+    ] {
+        let src = format!("proc f(img: i32[4], o: f32[4]) {{ {body} }}");
+        rejected(&src, "data-index", &["clamp_index"]);
+    }
+    // A float value.
+    rejected(
+        "proc f(img: f32[4], o: f32[4]) { o[clamp_index(img[0], 0, 3)] = 1.0; }",
+        "type",
+        &["must be an integer"],
+    );
+}
+
+#[test]
+fn a_read_at_a_data_index_needs_the_whole_range_written() {
+    rejected(
+        "proc f(n: size, img: u8[n], o: i32[n]) {
+            alloc h: i32[256];
+            for b in 0..255 { h[b] = 0; }
+            for i in 0..n { o[i] = h[clamp_index(img[i], 0, 255)]; }
+        }",
+        "init",
+        &["h"],
+    );
+    load(
+        "proc f(n: size, img: u8[n], o: i32[n]) {
+            alloc h: i32[256];
+            for b in 0..256 { h[b] = 0; }
+            for i in 0..n { o[i] = h[clamp_index(img[i], 0, 255)]; }
+        }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_histogram_loop_cannot_be_parallelized_but_a_lookup_loop_can() {
+    rejected(
+        &format!("{HIST}schedule p = hist {{ parallelize(i); }}\n"),
+        "schedule",
+        &["may race", "reduces into h"],
+    );
+    let p = load(&format!("{HIST}schedule p = lut {{ parallelize(i); }}\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The parallel lookup computes what the serial one does.
+    let q = p.module.proc("p").unwrap();
+    let sizes: HashMap<String, i64> = [("n".to_string(), 9), ("m".to_string(), 4)].into();
+    let args = weft_interp::random_args(q, &sizes, 5).unwrap();
+    let mut a = args.clone();
+    let mut b = args;
+    run(q, &mut a, &mut ConfigState::default()).unwrap();
+    run(
+        p.module.proc("lut").unwrap(),
+        &mut b,
+        &mut ConfigState::default(),
+    )
+    .unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn clamp_index_round_trips_through_text() {
+    let p = load(HIST).unwrap();
+    let text = weft_ir::print::module_to_string(&p.module);
+    assert!(
+        text.contains("h[clamp_index(img[i], 0, 255)] += 1"),
+        "{text}"
+    );
+    let q = load(&text).unwrap_or_else(|e| panic!("{e}"));
+    for (a, b) in p.module.procs.iter().zip(&q.module.procs) {
+        assert!(weft_ir::alpha::alpha_eq_proc(a, b));
+    }
+}

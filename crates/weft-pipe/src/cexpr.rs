@@ -181,15 +181,16 @@ impl Lin {
     }
 
     /// The operands of a nest of `min`s (or `max`s) around `self`.
+    /// A constant added to a nest goes into its operands: `min(a, b) + k = min(a + k, b + k)`.
     fn operands(&self, max: bool, out: &mut Vec<Lin>) {
         match self.terms.as_slice() {
-            [(Atom::Min(a, b), 1)] if self.k == 0 && !max => {
-                a.operands(max, out);
-                b.operands(max, out);
+            [(Atom::Min(a, b), 1)] if !max => {
+                a.add_k(self.k).operands(max, out);
+                b.add_k(self.k).operands(max, out);
             }
-            [(Atom::Max(a, b), 1)] if self.k == 0 && max => {
-                a.operands(max, out);
-                b.operands(max, out);
+            [(Atom::Max(a, b), 1)] if max => {
+                a.add_k(self.k).operands(max, out);
+                b.add_k(self.k).operands(max, out);
             }
             _ => out.push(self.clone()),
         }

@@ -144,3 +144,48 @@ fn an_unbounded_data_coordinate_is_rejected_with_the_fix() {
     assert_eq!(e.rule, "data-index", "{e}");
     assert!(e.message.contains("clamp"), "{e}");
 }
+
+/// Review of the data coordinates: `i32(input(x)) + n` lies in `[n, n + 255]` only while the
+/// i32 sum does not wrap. With `n` near 2^31 the reference reads `t` at the wrapped value; the
+/// proc must not clamp it to `t(n)`: it stops at the precondition that the range fits i32.
+#[test]
+fn a_data_coordinate_whose_range_would_wrap_stops_at_a_precondition() {
+    let p = parse(
+        "pipeline w(input: u8[1], n: i32) -> out {
+            t(i): i32 = i;
+            out(x): i32 = t(i32(input(x)) + n);
+        }",
+    );
+    let s = schedule(&p, "t.compute_root();");
+    match run(&p, &s, &[Scalar::I32(2147483547)], &[(0, 8)], 3, 1) {
+        Outcome::Asserted(m) => assert!(m.contains("n <= 2147483392"), "{m}"),
+        Outcome::Matched => panic!("the wrapped sum cannot be clamped"),
+    }
+    // Fixed-point arithmetic: `clamp(...) * 65536` wraps for n >= 32768.
+    let p = parse(
+        "pipeline fx(input: i32[1], n: i32) -> out {
+            t(i): i32 = i;
+            out(x): i32 = t(clamp(input(x) * 64, 0, n) * 65536 / 65536);
+        }",
+    );
+    let s = schedule(&p, "t.compute_root();");
+    assert!(matches!(
+        run(&p, &s, &[Scalar::I32(70000)], &[(0, 16)], 3, 1),
+        Outcome::Asserted(_)
+    ));
+    // Where nothing wraps, both run and match.
+    matched(&p, "t.compute_root();", &[Scalar::I32(3000)], &[(0, 16)], 2);
+}
+
+/// docs/pipelines.md's `h(clamp(input(r), 0, 255))` with a u8 input: the literals are u8.
+#[test]
+fn a_clamp_in_the_inputs_own_type_is_bounded() {
+    let p = parse(
+        "pipeline dh(input: u8[1]) -> (h, g) {
+            h(b): i32 = 0;
+            h(clamp(input(r), 0, 250)) += 1 for r in 0..8;
+            g(b): i32 = h(input(b) + 1);
+        }",
+    );
+    matched(&p, "h.compute_root();", &[], &[(0, 256)], 4);
+}

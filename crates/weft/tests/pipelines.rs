@@ -212,3 +212,27 @@ fn compiled_pipelines_are_cached() {
     assert!(!third.cached);
     assert_eq!(run(&third.module), run(&first.module));
 }
+
+/// The pipeline cache stores the lowered proc as text: every shipped schedule's proc must parse
+/// back to itself (literal arithmetic such as unsharp's kernel is folded, so no literal loses
+/// its data type on the way), or a cache hit would compile other C.
+#[test]
+fn lowered_example_procs_round_trip_through_text() {
+    for file in ["pipelines.weft", "halide_apps.weft"] {
+        let path = format!("{}/../../examples/{file}", env!("CARGO_MANIFEST_DIR"));
+        let program = weft::load(Path::new(&path)).unwrap();
+        for name in weft::pipeline::names(&program) {
+            let Ok(lp) = weft::pipeline::lower(&program, &name) else {
+                continue;
+            };
+            let text = format!("{}\n", lp.lowered.proc);
+            let module =
+                weft::syntax::parse_module(&mut weft::syntax::SourceMap::new(), "t", &text)
+                    .unwrap_or_else(|d| panic!("{name}: {d:?}"));
+            assert!(
+                weft::ir::alpha::alpha_eq_proc(&lp.lowered.proc, &module.procs[0]),
+                "{name} changed in the round trip:\n{text}"
+            );
+        }
+    }
+}

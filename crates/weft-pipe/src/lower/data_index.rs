@@ -2,9 +2,12 @@
 //! `h(clamp(in(r.x, r.y), 0, 255)) += 1`). Such a coordinate has no control expression; bounds
 //! inference uses an interval of every value it can take instead, from an interval analysis of
 //! the data expression (clamps against control bounds, the ranges of narrow integer types,
-//! arithmetic on constant ranges that cannot wrap). The access is emitted as
-//! `clamp_index(value - min, lo - min, hi - min)`: the proc layer proves it safe for any data,
-//! and the clamp never changes the value, because the interval holds every value.
+//! arithmetic on ranges). The access is emitted as `clamp_index(value - min, lo - min, hi - min)`:
+//! the proc layer proves it safe for any data, and the clamp never changes the value, because
+//! the interval holds every value: arithmetic on constant ranges is checked not to wrap, and
+//! arithmetic on symbolic ones (clamps to coordinates or parameters) gets a precondition that
+//! its ends fit `i32` over the whole region, so a wrapped value stops the proc at a named
+//! assertion instead of being clamped.
 
 use super::*;
 
@@ -27,7 +30,17 @@ impl Lower<'_> {
     /// Bounds of every value of the data coordinate `e` of stage `ctx`, as control expressions
     /// of the stage's variables.
     pub(super) fn data_range(&self, e: &Expr, ctx: (usize, usize)) -> Res<(Lin, Lin)> {
-        match self.interval(e, ctx)? {
+        self.data_range_with(e, ctx, &mut Vec::new())
+    }
+
+    /// [`Lower::data_range`], also giving the ends of symbolic arithmetic (which must fit i32).
+    fn data_range_with(
+        &self,
+        e: &Expr,
+        ctx: (usize, usize),
+        wraps: &mut Vec<Lin>,
+    ) -> Res<(Lin, Lin)> {
+        match self.interval(e, ctx, wraps)? {
             (Some(lo), Some(hi)) => Ok((lo, hi)),
             _ => Err(fail(
                 "data-index",
@@ -50,7 +63,20 @@ impl Lower<'_> {
         if !self.reads_data(a) {
             return self.lin_expr(&self.to_lin(a, Some(ctx))?.sub(base), env);
         }
-        let (lo, hi) = self.data_range(a, ctx)?;
+        let mut wraps = Vec::new();
+        let (lo, hi) = self.data_range_with(a, ctx, &mut wraps)?;
+        let scope = self.scope_from(Site::Root, ctx.0, ctx.1);
+        for l in wraps {
+            let (Some(lo), Some(hi)) = (scope.lower(&l), scope.upper(&l)) else {
+                return Err(fail(
+                    "data-index",
+                    format!("cannot bound the intermediate values of the coordinate `{a:?}`"),
+                ));
+            };
+            let mut pre = self.data_preconds.borrow_mut();
+            pre.push(Cond::le(&Lin::konst(i32::MIN as i64), &lo));
+            pre.push(Cond::le(&hi, &Lin::konst(i32::MAX as i64)));
+        }
         // In 64 bits: a coordinate and a buffer's base are 32-bit values, so nothing wraps.
         let wide = |x: IExpr| IExpr::cast(DType::I64, x);
         let value = IExpr::binary(
@@ -65,14 +91,23 @@ impl Lower<'_> {
         ))
     }
 
-    fn interval(&self, e: &Expr, ctx: (usize, usize)) -> Res<Range> {
+    fn interval(&self, e: &Expr, ctx: (usize, usize), wraps: &mut Vec<Lin>) -> Res<Range> {
         if !self.reads_data(e) {
+            if let Expr::Lit(v) = e {
+                // A literal of the data's type (`clamp(input(r), 0, 255)` with a u8 input).
+                if let Some(v) = v.as_i128().and_then(|v| i64::try_from(v).ok()) {
+                    return Ok((Some(Lin::konst(v)), Some(Lin::konst(v))));
+                }
+            }
+            if self.dtype_of(e) != COORD {
+                return Ok(type_range(self.dtype_of(e)));
+            }
             let l = self.to_lin(e, Some(ctx))?;
             return Ok((Some(l.clone()), Some(l)));
         }
         Ok(match e {
             Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
-                let (x, y) = (self.interval(a, ctx)?, self.interval(b, ctx)?);
+                let (x, y) = (self.interval(a, ctx, wraps)?, self.interval(b, ctx, wraps)?);
                 if *op == BinOp::Min {
                     (
                         both(x.0, y.0, Lin::min_with),
@@ -86,12 +121,12 @@ impl Lower<'_> {
                 }
             }
             Expr::Select(_, a, b) => {
-                let (x, y) = (self.interval(a, ctx)?, self.interval(b, ctx)?);
+                let (x, y) = (self.interval(a, ctx, wraps)?, self.interval(b, ctx, wraps)?);
                 (both(x.0, y.0, Lin::min_with), both(x.1, y.1, Lin::max_with))
             }
             Expr::Cast(t, a) => {
                 let from = self.dtype_of(a);
-                let r = self.interval(a, ctx)?;
+                let r = self.interval(a, ctx, wraps)?;
                 match (from.int_range(), t.int_range()) {
                     // Widening keeps every value.
                     (Some((flo, fhi)), Some((tlo, thi))) if tlo <= flo && fhi <= thi => r,
@@ -102,23 +137,23 @@ impl Lower<'_> {
                 }
             }
             Expr::Unary(UnOp::Neg, a) => {
-                let r = self.interval(a, ctx)?;
+                let r = self.interval(a, ctx, wraps)?;
                 match const_range(&r) {
                     Some((lo, hi)) => self.folded(e, Some((-hi, -lo))),
-                    None => (r.1.map(|h| h.scale(-1)), r.0.map(|l| l.scale(-1))),
+                    None => symbolic((r.1.map(|h| h.scale(-1)), r.0.map(|l| l.scale(-1))), wraps),
                 }
             }
             Expr::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), a, b) => {
-                let (x, y) = (self.interval(a, ctx)?, self.interval(b, ctx)?);
+                let (x, y) = (self.interval(a, ctx, wraps)?, self.interval(b, ctx, wraps)?);
                 if let (Some(cx), Some(cy)) = (const_range(&x), const_range(&y)) {
                     return Ok(self.folded(e, corners(*op, cx, cy)));
                 }
-                // Symbolic ends (clamps to coordinates): like control coordinates, assumed not
-                // to wrap. Memory safety does not rest on it (the emitted index is clamped).
+                // Symbolic ends (clamps to coordinates or parameters): they must fit i32, which
+                // a precondition states (see the module's comment).
                 let k = const_range(&y)
                     .filter(|(lo, hi)| lo == hi)
                     .map(|(k, _)| k as i64);
-                match (op, k) {
+                let r = match (op, k) {
                     (BinOp::Add, _) => (both(x.0, y.0, Lin::add), both(x.1, y.1, Lin::add)),
                     (BinOp::Sub, _) => (both(x.0, y.1, Lin::sub), both(x.1, y.0, Lin::sub)),
                     (BinOp::Mul, Some(k)) if k >= 0 => {
@@ -128,8 +163,9 @@ impl Lower<'_> {
                     (BinOp::Div, Some(k)) if k > 0 => {
                         (x.0.map(|l| l.div(k)), x.1.map(|h| h.div(k)))
                     }
-                    _ => type_range(self.dtype_of(e)),
-                }
+                    _ => return Ok(type_range(self.dtype_of(e))),
+                };
+                symbolic(r, wraps)
             }
             _ => type_range(self.dtype_of(e)),
         })
@@ -160,6 +196,13 @@ impl Lower<'_> {
             Expr::Math(_, args) => args.first().map_or(DType::F32, |a| self.dtype_of(a)),
         }
     }
+}
+
+/// A range computed by arithmetic on symbolic ends: its ends must fit the i32 the reference
+/// computes in, a precondition (the operands' ends are recorded where they are computed).
+fn symbolic(r: Range, wraps: &mut Vec<Lin>) -> Range {
+    wraps.extend(r.0.iter().chain(&r.1).cloned());
+    r
 }
 
 /// Both ends known: combine them; otherwise unknown.

@@ -6,6 +6,8 @@ use super::*;
 impl Lower<'_> {
     pub(super) fn finish(mut self) -> Res<Lowered> {
         let body = self.emit_site(Site::Root, &HashMap::new())?;
+        let found = self.data_preconds.take();
+        self.preconds.extend(found);
         for c in std::mem::take(&mut self.preconds) {
             if c == Cond::Const(true) {
                 continue;
@@ -296,6 +298,13 @@ impl Lower<'_> {
         env: &HashMap<VarId, IExpr>,
     ) -> Res<IExpr> {
         let ctrl = |l: Lin| -> Res<IExpr> { Ok(IExpr::cast(COORD, self.lin_expr(&l, env)?)) };
+        // Arithmetic of literals becomes the literal it computes (as the reference does): the
+        // proc then prints and parses back to itself (a literal alone has no data type).
+        if !matches!(e, Expr::Lit(_)) {
+            if let Some(v) = constant(e) {
+                return Ok(literal(v));
+            }
+        }
         Ok(match e {
             Expr::Lit(s) => literal(*s),
             Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } => {
@@ -456,6 +465,28 @@ fn split_cmp(
         k: (-e.k).max(0),
     };
     Ok(op(l.lin_expr(&pos, env)?, l.lin_expr(&neg, env)?))
+}
+
+/// The value of an expression of literals, computed as the reference computes it.
+fn constant(e: &Expr) -> Option<Scalar> {
+    match e {
+        Expr::Lit(v) => Some(*v),
+        Expr::Unary(op, a) => weft_interp::unary(*op, constant(a)?).ok(),
+        Expr::Binary(op, a, b) => weft_interp::binary(*op, constant(a)?, constant(b)?).ok(),
+        Expr::Cast(t, a) => Some(constant(a)?.cast(*t)),
+        Expr::Math(m, args) => {
+            let vals = args.iter().map(constant).collect::<Option<Vec<_>>>()?;
+            weft_interp::math(*m, &vals).ok()
+        }
+        Expr::Select(c, a, b) => {
+            let (a, b) = (constant(a)?, constant(b)?);
+            match constant(c)? {
+                Scalar::Bool(c) => Some(if c { a } else { b }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 fn literal(s: Scalar) -> IExpr {

@@ -199,6 +199,8 @@ struct Lower<'a> {
     /// One-level definitions of the variables that are not loops.
     defs: HashMap<VarId, Lin>,
     preconds: Vec<Cond>,
+    /// Preconditions found while emitting data coordinates (see `data_index`).
+    data_preconds: std::cell::RefCell<Vec<Cond>>,
     /// Variables split with `ShiftInwards` whose extent is known to be at least the factor (an
     /// output's window, by a precondition): the shifted tile stays inside their range.
     fits: HashSet<VarId>,
@@ -223,6 +225,7 @@ impl<'a> Lower<'a> {
             accesses: Vec::new(),
             defs: HashMap::new(),
             preconds: Vec::new(),
+            data_preconds: Default::default(),
             fits: HashSet::new(),
             engine: Engine::Tight,
             input_regions: Vec::new(),

@@ -1,61 +1,188 @@
 //! Pipelines against Halide 21 (issue 9), side by side on the same input in one run: weft's
 //! lowered, checked and JIT-compiled pipeline, and the same algorithm with the Halide app's
 //! manual schedule in Halide's Python JIT (`bench/peers/halide_apps.py`). Outputs are compared
-//! bit for bit; times (best of the runs) on 1 and 2 threads, and compile times, are reported.
+//! (integers bit for bit, floats within a stated tolerance); times (best of the runs) on 1 and 2 threads, and compile times, are reported.
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-pipe-bench`
-//! (`--size 6400x4800`, `--reps 10`, `--python .venv-peers/bin/python`).
+//! (`--size 6400x4800`, `--reps 10`, `--python .venv-peers/bin/python`, `--apps blur,harris`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use weft::jit::{Arg, BufArg, Jit};
-use weft::pipe::ast::Pipeline;
-use weft::pipe::schedule::Schedule;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// An app: its pipeline and schedule, and how many pixels of border its input needs.
+/// An app: its schedule in `examples/halide_apps.weft` (the Halide app's manual schedule in
+/// weft's directives), and the layout of its input and output, as `bench/peers/halide_apps.py`
+/// reads and writes them.
 struct App {
+    /// The app's name in `halide_apps.py`; the weft schedule is `NAME_fast`.
     name: &'static str,
-    pipeline: Pipeline,
-    schedule: Schedule,
+    /// Pixels around the image that the input holds (an app without a boundary condition).
     border: usize,
+    /// Pixels of zeros around that (harris: as its `filter.cpp` pads the image).
+    pad: usize,
+    input: Layout,
+    output: Layout,
 }
 
-/// The 3x3 box blur of `apps/blur`, u16: `blur_x` averages three columns, `blur_y` three rows
-/// of it. Schedule: Halide's (strips of 8 rows in parallel, `blur_x` stored per strip and
-/// computed per row, which slides), vectorized 32 wide (AVX-512 holds 32 u16). The strips are
-/// guarded rather than shifted: shifted strips overlap, and threads writing the same rows race.
-fn blur() -> App {
-    let p = weft::pipe::parse::parse_pipeline(
-        0,
-        "pipeline blur(input: u16[2]) -> blur_y {
-            blur_x(x, y): u16 = (input(x - 1, y) + input(x, y) + input(x + 1, y)) / 3;
-            blur_y(x, y): u16 = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3;
-        }",
-        0,
-    )
-    .expect("the blur pipeline parses");
-    let s = weft::pipe::script::parse_schedule(
-        0,
-        "schedule blur_fast = blur {
-            blur_y.split(y, y, yi, 8, GuardWithIf).parallel(y).vectorize(x, 32);
-            blur_x.store_at(blur_y, y).compute_at(blur_y, yi).vectorize(x, 32);
-        }",
-        0,
-        &p,
-        Schedule::new(&p),
-    )
-    .expect("the blur schedule is legal")
-    .schedule;
-    App {
-        name: "blur",
-        pipeline: p,
-        schedule: s,
-        border: 1,
+/// Element type and channels (`None`: a 2-D image) of an input or output.
+#[derive(Clone, Copy)]
+struct Layout {
+    f32: bool,
+    channels: Option<usize>,
+}
+
+const U16: Layout = Layout {
+    f32: false,
+    channels: None,
+};
+
+fn f32s(channels: Option<usize>) -> Layout {
+    Layout {
+        f32: true,
+        channels,
+    }
+}
+
+fn apps() -> Vec<App> {
+    vec![
+        App {
+            name: "blur",
+            border: 1,
+            pad: 0,
+            input: U16,
+            output: U16,
+        },
+        App {
+            name: "unsharp",
+            border: 0,
+            pad: 0,
+            input: f32s(Some(3)),
+            output: f32s(Some(3)),
+        },
+        App {
+            name: "harris",
+            border: 0,
+            pad: 32,
+            input: f32s(Some(3)),
+            output: f32s(None),
+        },
+    ]
+}
+
+/// The values of a buffer (row-major, x innermost, then y, then channels).
+#[derive(Clone, PartialEq)]
+enum Data {
+    U16(Vec<u16>),
+    F32(Vec<f32>),
+}
+
+impl Data {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Data::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    fn from_bytes(b: &[u8], f32: bool) -> Data {
+        if f32 {
+            Data::F32(
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            )
+        } else {
+            Data::U16(
+                b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect(),
+            )
+        }
+    }
+
+    fn arg(&mut self, shape: &[usize]) -> Arg<'_> {
+        match self {
+            Data::U16(v) => Arg::Buf(BufArg::new(v, shape)),
+            Data::F32(v) => Arg::Buf(BufArg::new(v, shape)),
+        }
+    }
+
+    /// Where `self` (weft) and `peer` (Halide) differ beyond the tolerance (integers: not at
+    /// all; floats: 1e-4 relative plus 1e-5 of the largest magnitude, for the rounding of
+    /// contracted multiply-adds), and the largest difference.
+    fn compare(&self, peer: &Data) -> Result<f64, String> {
+        match (self, peer) {
+            (Data::U16(a), Data::U16(b)) => match a.iter().zip(b).position(|(x, y)| x != y) {
+                None if a.len() == b.len() => Ok(0.0),
+                at => Err(format!("differ at element {at:?}")),
+            },
+            (Data::F32(a), Data::F32(b)) if a.len() == b.len() => {
+                let scale = b.iter().fold(0f64, |m, y| m.max((*y as f64).abs()));
+                let mut worst = 0f64;
+                for (k, (x, y)) in a.iter().zip(b).enumerate() {
+                    let d = (*x as f64 - *y as f64).abs();
+                    if d.is_nan() || d > 1e-4 * (*y as f64).abs() + 1e-5 * scale {
+                        return Err(format!("differ at element {k}: {x} and {y}"));
+                    }
+                    worst = worst.max(d);
+                }
+                Ok(worst)
+            }
+            _ => Err("outputs of different types or sizes".into()),
+        }
+    }
+}
+
+/// The input: `(w + 2 border + 2 pad) x (h + ...)` pixels per channel, the pad zero.
+fn input_data(app: &App, (w, h): (usize, usize)) -> (Data, Vec<usize>) {
+    let (b, p) = (app.border, app.pad);
+    let (fw, fh) = (w + 2 * b, h + 2 * b);
+    let (tw, th) = (fw + 2 * p, fh + 2 * p);
+    let c = app.input.channels.unwrap_or(1);
+    let mut shape = vec![th, tw];
+    if let Some(c) = app.input.channels {
+        shape.insert(0, c);
+    }
+    let hash = |i: usize| (i as u64).wrapping_mul(2654435761) >> 11;
+    let inside = |k: usize| {
+        let (x, y) = (k % tw, (k / tw) % th);
+        (p..p + fw).contains(&x) && (p..p + fh).contains(&y)
+    };
+    let n = c * tw * th;
+    let data = if app.input.f32 {
+        Data::F32(
+            (0..n)
+                .map(|k| {
+                    if inside(k) {
+                        (hash(k) & 0xffff) as f32 / 65536.0
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+        )
+    } else {
+        Data::U16((0..n).map(|k| hash(k) as u16 & 0x3fff).collect())
+    };
+    (data, shape)
+}
+
+/// The input as the peer reads it: without the pad, which it adds itself.
+fn peer_input(app: &App, data: &Data, shape: &[usize]) -> Data {
+    let p = app.pad;
+    let (th, tw) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let keep = |k: &usize| {
+        let (x, y) = (k % tw, (k / tw) % th);
+        (p..tw - p).contains(&x) && (p..th - p).contains(&y)
+    };
+    match data {
+        Data::U16(v) => Data::U16((0..v.len()).filter(keep).map(|k| v[k]).collect()),
+        Data::F32(v) => Data::F32((0..v.len()).filter(keep).map(|k| v[k]).collect()),
     }
 }
 
@@ -76,12 +203,13 @@ fn set_threads(n: i32) -> Result<(), String> {
 struct Peer {
     compile: Duration,
     best: Duration,
-    out: Vec<u16>,
+    out: Data,
 }
 
 fn halide(
     python: &Path,
     app: &str,
+    out_f32: bool,
     input: &Path,
     (w, h): (usize, usize),
     threads: i32,
@@ -135,10 +263,7 @@ fn halide(
     Ok(Peer {
         compile: Duration::from_secs_f64(compile[0]),
         best: Duration::from_secs_f64(best / 1e3),
-        out: bytes
-            .chunks_exact(2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .collect(),
+        out: Data::from_bytes(&bytes, out_f32),
     })
 }
 
@@ -146,6 +271,7 @@ fn main() -> Result<(), String> {
     let mut size = (6400usize, 4800usize);
     let mut reps = 10usize;
     let mut python = root().join(".venv-peers/bin/python");
+    let mut only: Vec<String> = Vec::new();
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         match (pair[0].as_str(), pair.get(1)) {
@@ -158,58 +284,72 @@ fn main() -> Result<(), String> {
             }
             ("--reps", Some(v)) => reps = v.parse().map_err(|_| "--reps N")?,
             ("--python", Some(v)) => python = PathBuf::from(v),
+            ("--apps", Some(v)) => only = v.split(',').map(str::to_string).collect(),
             _ => return Err(format!("unknown argument {}", pair[0])),
         }
     }
     let tmp = std::env::temp_dir().join(format!("weft-pipe-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
-    println!("| app | threads | weft (ms) | Halide 21 (ms) | weft / Halide |");
-    println!("|---|---|---|---|---|");
+    let program =
+        weft::load(&root().join("examples/halide_apps.weft")).map_err(|e| e.to_string())?;
+    println!("| app | threads | weft (ms) | Halide 21 (ms) | weft / Halide | largest difference |");
+    println!("|---|---|---|---|---|---|");
     let mut compiles = Vec::new();
-    for app in [blur()] {
-        // Cold: lower, check, emit and compile into an empty cache; then a cache hit.
+    for app in apps() {
+        if !only.is_empty() && !only.iter().any(|o| o == app.name) {
+            continue;
+        }
+        let sched = format!("{}_fast", app.name);
+        let (pipeline, schedule, _) =
+            weft::pipeline::parse(&program, &sched).map_err(|e| e.to_string())?;
         // Cold: lower, check (every proof, the race proof too) and compile into an empty
         // cache; then a hit, which reads the checked proc back and loads the shared object.
         let jit = Jit::with_cache_dir(tmp.join("cache")).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
-        let compiled = weft::pipeline::compile(&jit, &app.pipeline, &app.schedule)
+        let compiled = weft::pipeline::compile(&jit, &pipeline, &schedule)
             .map_err(|d| format!("{} does not compile: {d:?}", app.name))?;
         let cold = t0.elapsed();
         let t1 = Instant::now();
-        let again = weft::pipeline::compile(&jit, &app.pipeline, &app.schedule)
+        let again = weft::pipeline::compile(&jit, &pipeline, &schedule)
             .map_err(|d| format!("{} does not compile: {d:?}", app.name))?;
         let hit = t1.elapsed();
         if compiled.cached || !again.cached {
             return Err("the pipeline cache did not behave".into());
         }
         let module = compiled.module;
-        let kernel = module.kernel(app.name).map_err(|e| e.to_string())?;
+        let kernel = module.kernel(&sched).map_err(|e| e.to_string())?;
         let (w, h) = size;
-        let (bw, bh) = (w + 2 * app.border, h + 2 * app.border);
-        let mut input: Vec<u16> = (0..bw * bh)
-            .map(|i| ((i as u64).wrapping_mul(2654435761) >> 11) as u16 & 0x3fff)
-            .collect();
+        let (mut input, in_shape) = input_data(&app, size);
         let in_path = tmp.join(format!("{}.raw", app.name));
-        let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
-        std::fs::write(&in_path, bytes).map_err(|e| e.to_string())?;
-        let mut out = vec![0u16; w * h];
-        let b = -(app.border as i64);
+        std::fs::write(&in_path, peer_input(&app, &input, &in_shape).bytes())
+            .map_err(|e| e.to_string())?;
+        let mut out_shape = vec![h, w];
+        if let Some(c) = app.output.channels {
+            out_shape.insert(0, c);
+        }
+        let n: usize = out_shape.iter().product();
+        let mut out = if app.output.f32 {
+            Data::F32(vec![0.0; n])
+        } else {
+            Data::U16(vec![0; n])
+        };
+        let lo = -((app.border + app.pad) as i64);
         for threads in [1, 2] {
             set_threads(threads)?;
             let mut run = || -> Result<Duration, String> {
                 let t = Instant::now();
-                let mut args = vec![
-                    Arg::Int(b),
-                    Arg::Int(bw as i64),
-                    Arg::Int(b),
-                    Arg::Int(bh as i64),
-                    Arg::Buf(BufArg::new(&mut input, &[bh, bw])),
-                    Arg::Int(0),
-                    Arg::Int(w as i64),
-                    Arg::Int(0),
-                    Arg::Int(h as i64),
-                    Arg::Buf(BufArg::new(&mut out, &[h, w])),
-                ];
+                // Per dimension (x, y, c) its min and extent, then the buffer.
+                let mut args = Vec::new();
+                for (d, &e) in in_shape.iter().rev().enumerate() {
+                    args.push(Arg::Int(if d < 2 { lo } else { 0 }));
+                    args.push(Arg::Int(e as i64));
+                }
+                args.push(input.arg(&in_shape));
+                for &e in out_shape.iter().rev() {
+                    args.push(Arg::Int(0));
+                    args.push(Arg::Int(e as i64));
+                }
+                args.push(out.arg(&out_shape));
                 kernel.call(&mut args).map_err(|e| e.to_string())?;
                 Ok(t.elapsed())
             };
@@ -218,20 +358,24 @@ fn main() -> Result<(), String> {
             for _ in 0..reps {
                 best = best.min(run()?);
             }
-            let peer = halide(&python, app.name, &in_path, size, threads, reps)?;
+            let peer = halide(
+                &python,
+                app.name,
+                app.output.f32,
+                &in_path,
+                size,
+                threads,
+                reps,
+            )?;
             // Once more after the peer, so that a slow spell of the machine hits both.
             for _ in 0..reps {
                 best = best.min(run()?);
             }
-            if peer.out != out {
-                let bad = peer.out.iter().zip(&out).position(|(a, b)| a != b);
-                return Err(format!(
-                    "{}: weft and Halide differ (first at element {bad:?})",
-                    app.name
-                ));
-            }
+            let diff = out
+                .compare(&peer.out)
+                .map_err(|e| format!("{}: weft and Halide {e}", app.name))?;
             println!(
-                "| {} | {threads} | {:.2} | {:.2} | {:.2} |",
+                "| {} | {threads} | {:.2} | {:.2} | {:.2} | {diff:.1e} |",
                 app.name,
                 best.as_secs_f64() * 1e3,
                 peer.best.as_secs_f64() * 1e3,

@@ -180,19 +180,49 @@ impl Lower<'_> {
                     return Err(constant("vectorized"));
                 }
                 let sym = self.syms[dv.id as usize].clone();
-                let mut env = env.clone();
-                env.insert(dv.id, IExpr::var(&sym, Ty::Int));
-                let body = body_at(self, &env)?;
-                Ok(vec![Stmt::new(
-                    StmtKind::For {
-                        var: sym,
-                        lo,
-                        hi,
-                        body,
-                        parallel: kind == LoopKind::Parallel,
-                    },
-                    Span::DUMMY,
-                )])
+                let for_loop = |this: &mut Self, sym: Sym, lo: IExpr, hi: IExpr| -> Res<Stmt> {
+                    let mut env = env.clone();
+                    env.insert(dv.id, IExpr::var(&sym, Ty::Int));
+                    let body = body_at(this, &env)?;
+                    Ok(Stmt::new(
+                        StmtKind::For {
+                            var: sym,
+                            lo,
+                            hi,
+                            body,
+                            parallel: kind == LoopKind::Parallel,
+                        },
+                        Span::DUMMY,
+                    ))
+                };
+                // The innermost serial loop with nothing computed inside: partitioned where
+                // its coordinates clamp it.
+                let innermost = depth + 1 == self.funcs[f].stages[s].loops.len()
+                    && kind == LoopKind::Serial
+                    && !self
+                        .funcs
+                        .iter()
+                        .any(|g| !g.inline && (g.compute == here || g.store == here));
+                let steady = match innermost {
+                    true => self.steady_state(f, s, dv.id)?,
+                    false => None,
+                };
+                let Some((resolved, lows, highs)) = steady else {
+                    return Ok(vec![for_loop(self, sym, lo, hi)?]);
+                };
+                let (lo_l, hi_l) = (dv.min.clone(), dv.min.add(&ext));
+                let start = lows.iter().fold(lo_l, |m, l| m.max_with(l)).min_with(&hi_l);
+                let end = highs
+                    .iter()
+                    .fold(hi_l.clone(), |m, h| m.min_with(&h.add_k(1)))
+                    .max_with(&start);
+                let (start, end) = (self.lin_expr(&start, env)?, self.lin_expr(&end, env)?);
+                let before = for_loop(self, Sym::new(sym.name()), lo, start.clone())?;
+                *self.resolved.borrow_mut() = resolved;
+                let steady = for_loop(self, sym.clone(), start, end.clone());
+                self.resolved.borrow_mut().clear();
+                let after = for_loop(self, Sym::new(sym.name()), end, hi)?;
+                Ok(vec![before, steady?, after])
             }
         }
     }
@@ -377,7 +407,9 @@ impl Lower<'_> {
             });
         };
         for (a, c) in &l.terms {
+            let side = self.resolved.borrow().get(a).cloned();
             let t = match a {
+                _ if side.is_some() => self.lin_expr(side.as_ref().unwrap_or(l), env)?,
                 Atom::Var(v) => match env.get(v) {
                     Some(e) => e.clone(),
                     None => IExpr::var(&self.syms[*v as usize], Ty::Int),

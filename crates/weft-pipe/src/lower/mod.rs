@@ -31,6 +31,7 @@ use weft_ir::{BinOp, Const, DType, Expr as IExpr, Memory, Proc, Span, Sym, Ty, U
 
 mod bounds;
 mod data_index;
+mod partition;
 mod emit;
 
 pub use emit::eval_control;
@@ -201,6 +202,8 @@ struct Lower<'a> {
     preconds: Vec<Cond>,
     /// Preconditions found while emitting data coordinates (see `data_index`).
     data_preconds: std::cell::RefCell<Vec<Cond>>,
+    /// The `min`/`max` resolved in the steady state of the loop being emitted (`partition`).
+    resolved: std::cell::RefCell<partition::Resolved>,
     /// Variables split with `ShiftInwards` whose extent is known to be at least the factor (an
     /// output's window, by a precondition): the shifted tile stays inside their range.
     fits: HashSet<VarId>,
@@ -226,6 +229,7 @@ impl<'a> Lower<'a> {
             defs: HashMap::new(),
             preconds: Vec::new(),
             data_preconds: Default::default(),
+            resolved: Default::default(),
             fits: HashSet::new(),
             engine: Engine::Tight,
             input_regions: Vec::new(),

@@ -1088,6 +1088,7 @@ impl<'u> ProcCx<'u> {
                 body,
                 parallel,
             } => {
+                let (lo_e, hi_e) = (lo, hi);
                 let lo = self.ctrl_expr(lo)?;
                 let hi = self.ctrl_expr(hi)?;
                 let v = self.var_name(var);
@@ -1133,6 +1134,11 @@ impl<'u> ProcCx<'u> {
                     for d in &decls {
                         self.line(d);
                     }
+                }
+                // A short constant loop of plain stores (a vectorized loop of a pipeline) stays
+                // a loop: GCC would unroll it completely first and then often not vectorize it.
+                if !*parallel && vector_shaped(lo_e, hi_e, body) {
+                    self.line("#pragma GCC unroll 1");
                 }
                 self.line(&format!(
                     "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
@@ -1443,4 +1449,18 @@ mod tests {
         let s = dense_strides(&["4".into(), "v_n_1".into(), "v_k_2".into()]);
         assert_eq!(s, vec!["(v_n_1 * v_k_2)", "v_k_2", "1"]);
     }
+}
+
+/// A loop of 8 to 64 iterations whose body is only assignments (no loops, conditions, calls or
+/// reductions): the shape of a vectorized loop of a pipeline. (Reductions are left to GCC:
+/// unrolled completely, a register-blocked micro-kernel keeps its accumulators in registers.)
+fn vector_shaped(lo: &Expr, hi: &Expr, body: &[Stmt]) -> bool {
+    let trips = match (lo.as_int_const(), hi.as_int_const()) {
+        (Some(a), Some(b)) => b - a,
+        _ => return false,
+    };
+    (8..=64).contains(&trips)
+        && body
+            .iter()
+            .all(|s| matches!(s.kind, StmtKind::Assign { .. }))
 }

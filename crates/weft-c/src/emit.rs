@@ -1411,6 +1411,20 @@ impl<'u> ProcCx<'u> {
     }
 }
 
+/// A loop of 8 to 64 iterations whose body is only assignments (no loops, conditions, calls or
+/// reductions): the shape of a vectorized loop of a pipeline. (Reductions are left to GCC:
+/// unrolled completely, a register-blocked micro-kernel keeps its accumulators in registers.)
+fn vector_shaped(lo: &Expr, hi: &Expr, body: &[Stmt]) -> bool {
+    let trips = match (lo.as_int_const(), hi.as_int_const()) {
+        (Some(a), Some(b)) => b - a,
+        _ => return false,
+    };
+    (8..=64).contains(&trips)
+        && body
+            .iter()
+            .all(|s| matches!(s.kind, StmtKind::Assign { .. }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1449,18 +1463,4 @@ mod tests {
         let s = dense_strides(&["4".into(), "v_n_1".into(), "v_k_2".into()]);
         assert_eq!(s, vec!["(v_n_1 * v_k_2)", "v_k_2", "1"]);
     }
-}
-
-/// A loop of 8 to 64 iterations whose body is only assignments (no loops, conditions, calls or
-/// reductions): the shape of a vectorized loop of a pipeline. (Reductions are left to GCC:
-/// unrolled completely, a register-blocked micro-kernel keeps its accumulators in registers.)
-fn vector_shaped(lo: &Expr, hi: &Expr, body: &[Stmt]) -> bool {
-    let trips = match (lo.as_int_const(), hi.as_int_const()) {
-        (Some(a), Some(b)) => b - a,
-        _ => return false,
-    };
-    (8..=64).contains(&trips)
-        && body
-            .iter()
-            .all(|s| matches!(s.kind, StmtKind::Assign { .. }))
 }

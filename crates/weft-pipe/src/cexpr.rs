@@ -50,6 +50,26 @@ pub enum Cond {
     Not(Box<Cond>),
 }
 
+/// Whether `x <= y` (`Some(true)`) or `x >= y` (`Some(false)`) for every value, when both are
+/// quotients `u / d + k` by the same divisor whose dividends differ by a constant `c`: then
+/// `floor(c / d) <= x - y - (kx - ky) <= ceil(c / d)` (the pyramid's `min(n / 2, (n + 1) / 2)`).
+fn quotient_order(x: &Lin, y: &Lin) -> Option<bool> {
+    let (ux, dx, kx) = x.as_quotient()?;
+    let (uy, dy, ky) = y.as_quotient()?;
+    let c = ux.sub(uy).as_const()?;
+    if dx != dy {
+        return None;
+    }
+    let (lo, hi) = (c.div_euclid(dx) + kx - ky, -((-c).div_euclid(dx)) + kx - ky);
+    if hi <= 0 {
+        Some(true)
+    } else if lo >= 0 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 impl Lin {
     pub fn konst(k: i64) -> Lin {
         Lin {
@@ -212,6 +232,12 @@ impl Lin {
                     }
                     continue 'next;
                 }
+                if let Some(x_le_y) = quotient_order(&x, y) {
+                    if x_le_y != max {
+                        *y = x;
+                    }
+                    continue 'next;
+                }
             }
             kept.push(x);
         }
@@ -226,6 +252,14 @@ impl Lin {
             });
         }
         acc
+    }
+
+    /// `(u, d, k)` when `self` is `u / d + k`.
+    fn as_quotient(&self) -> Option<(&Lin, i64, i64)> {
+        match self.terms.as_slice() {
+            [(Atom::Div(u, d), 1)] => Some((u, *d, self.k)),
+            _ => None,
+        }
     }
 
     /// Floor division by a positive constant `d`. The part of the sum whose coefficients `d`

@@ -189,3 +189,27 @@ fn a_clamp_in_the_inputs_own_type_is_bounded() {
     );
     matched(&p, "h.compute_root();", &[], &[(0, 256)], 4);
 }
+
+/// Review of loop partitioning: a producer whose reads clamp its loop, split (any tail), must
+/// still check and match: loops made by a split are not partitioned.
+#[test]
+fn split_producers_with_clamped_reads_check_and_match() {
+    let p = parse(
+        "pipeline p(input: i32[1]) -> out {
+            c = repeat_edge(input);
+            c2(x): i32 = c(x);
+            out(x): i32 = c2(x);
+        }",
+    );
+    for sched in [
+        "c2.compute_root().split(x, xo, xi, 3, GuardWithIf);",
+        "c2.compute_root().split(x, xo, xi, 4);",
+        "c2.compute_root().split(x, xo, xi, 3, RoundUp);",
+        // Unsplit: partitioned, and the same values.
+        "c2.compute_root();",
+    ] {
+        for window in [(0, 9), (-4, 1), (3, 20)] {
+            matched(&p, sched, &[], &[window], 5);
+        }
+    }
+}

@@ -631,4 +631,10 @@ fn random_pipelines_and_schedules_match_the_reference() {
     eprintln!("{t:?}");
     assert!(t.pipelines * 2 >= cases, "{t:?}");
     assert!(t.matched * 2 >= t.lowered, "too few runs matched: {t:?}");
+    // Proofs the solver gives up on are tolerated, but rare: a lowering change that makes
+    // procs harder to prove (as partitioning split loops once did) shows up here.
+    assert!(
+        t.undecided * 50 <= t.lowered.max(50),
+        "more than 2% of the lowered procs are undecided: {t:?}"
+    );
 }

@@ -236,3 +236,48 @@ fn lowered_example_procs_round_trip_through_text() {
         }
     }
 }
+
+/// Review of the literal folding: literals between literals (a `select` of two) have no context
+/// to type them when the cached proc is read back, so lowering writes them as casts. A cache hit
+/// must be the same proc and compute the same values.
+#[test]
+fn cache_hits_of_literal_arithmetic_are_the_same_proc() {
+    for body in [
+        "out(x): i32 = i32(select(input(x) > 3, u8(250), u8(9)) + u8(10));",
+        "out(x): i32 = i32(select(input(x) > 3, f32(16777216.0), f32(0.0)) + f32(1.0));",
+        "out(x): i32 = i32(select(input(x) > 3 and (1 < 2), u8(7), u8(9)));",
+        "out(x): i32 = i32(select(input(x) > 3, f32(0.1) * f32(3.0), f32(2.0)) * f32(1000000.0));",
+        "out(x): i32 = i32(input(x) + i32(f32(0.0) / f32(0.0)));",
+    ] {
+        let src = format!("pipeline fc(input: i32[1]) -> out {{ {body} }}");
+        let p = weft::pipe::parse::parse_pipeline(0, &src, 0).unwrap();
+        let s = weft::pipe::schedule::Schedule::new(&p);
+        let dir = tempfile::tempdir().unwrap();
+        let jit = weft::jit::Jit::with_cache_dir(dir.path().to_path_buf()).unwrap();
+        let first = weft::pipeline::compile(&jit, &p, &s).unwrap();
+        let second = weft::pipeline::compile(&jit, &p, &s)
+            .unwrap_or_else(|d| panic!("{body}: the cache hit fails: {d:?}"));
+        assert!(second.cached, "{body}: missed the cache");
+        assert!(
+            weft::ir::alpha::alpha_eq_proc(&first.proc, &second.proc),
+            "{body}: the cache hit is another proc:\n{}\n{}",
+            first.proc,
+            second.proc
+        );
+        let run = |m: &weft::jit::Module| {
+            let mut input: Vec<i32> = (0..8).collect();
+            let mut out = vec![0i32; 8];
+            let mut args = vec![
+                weft::jit::Arg::Int(0),
+                weft::jit::Arg::Int(8),
+                weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut input, &[8])),
+                weft::jit::Arg::Int(0),
+                weft::jit::Arg::Int(8),
+                weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[8])),
+            ];
+            m.kernel("fc").unwrap().call(&mut args).unwrap();
+            out
+        };
+        assert_eq!(run(&first.module), run(&second.module), "{body}");
+    }
+}

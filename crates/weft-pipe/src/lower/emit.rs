@@ -196,9 +196,17 @@ impl Lower<'_> {
                     ))
                 };
                 // The innermost serial loop with nothing computed inside: partitioned where
-                // its coordinates clamp it.
+                // its coordinates clamp it. Only a loop that no split or fuse made: the checker
+                // proves a consumer's reads against the writes of a producer's loops, and the
+                // pieces of a split loop cut into three are beyond what it can combine.
+                let made = self.funcs[f].stages[s].vars.iter().any(|u| match u.how {
+                    How::Split { outer, inner, .. } => outer == v || inner == v,
+                    How::Fused { fused, .. } => fused == v,
+                    How::Leaf => false,
+                });
                 let innermost = depth + 1 == self.funcs[f].stages[s].loops.len()
                     && kind == LoopKind::Serial
+                    && !made
                     && !self
                         .funcs
                         .iter()
@@ -207,7 +215,12 @@ impl Lower<'_> {
                     true => self.steady_state(f, s, dv.id)?,
                     false => None,
                 };
-                let Some((resolved, lows, highs)) = steady else {
+                let Some(partition::SteadyState {
+                    resolved,
+                    lows,
+                    highs,
+                }) = steady
+                else {
                     return Ok(vec![for_loop(self, sym, lo, hi)?]);
                 };
                 let (lo_l, hi_l) = (dv.min.clone(), dv.min.add(&ext));
@@ -331,7 +344,13 @@ impl Lower<'_> {
         // Arithmetic of literals becomes the literal it computes (as the reference does): the
         // proc then prints and parses back to itself (a literal alone has no data type).
         if !matches!(e, Expr::Lit(_)) {
-            if let Some(v) = constant(e) {
+            // Not into a bool or a float that is not finite: neither prints as a literal.
+            if let Some(v) = constant(e).filter(|v| match v {
+                Scalar::Bool(_) => false,
+                Scalar::F32(f) => f.is_finite(),
+                Scalar::F64(f) => f.is_finite(),
+                _ => true,
+            }) {
                 return Ok(literal(v));
             }
         }
@@ -523,13 +542,20 @@ fn constant(e: &Expr) -> Option<Scalar> {
 
 fn literal(s: Scalar) -> IExpr {
     let ty = Ty::Data(s.dtype());
-    let c = match s {
-        Scalar::Bool(b) => Const::Bool(b),
-        Scalar::F32(v) => Const::Float(v as f64),
-        Scalar::F64(v) => Const::Float(v),
-        other => Const::Int(other.as_i128().unwrap_or(0) as i64),
-    };
-    IExpr::typed_const(c, ty)
+    // A data literal is written as a cast of a control literal (`u8(250)`, `f32(0.25)`): a
+    // literal alone takes its type from its context when the proc is read back (from the
+    // pipeline cache), and between two literals it would get none.
+    match s {
+        Scalar::Bool(b) => IExpr::typed_const(Const::Bool(b), ty),
+        Scalar::F32(v) if v.is_finite() => IExpr::cast(DType::F32, IExpr::float(v as f64)),
+        Scalar::F64(v) if v.is_finite() => IExpr::cast(DType::F64, IExpr::float(v)),
+        Scalar::F32(v) => IExpr::typed_const(Const::Float(v as f64), ty),
+        Scalar::F64(v) => IExpr::typed_const(Const::Float(v), ty),
+        other => IExpr::cast(
+            other.dtype(),
+            IExpr::int(other.as_i128().unwrap_or(0) as i64),
+        ),
+    }
 }
 
 /// The value of a control expression of a lowered proc (a region bound, a precondition's side)

@@ -31,8 +31,8 @@ use weft_ir::{BinOp, Const, DType, Expr as IExpr, Memory, Proc, Span, Sym, Ty, U
 
 mod bounds;
 mod data_index;
-mod partition;
 mod emit;
+mod partition;
 
 pub use emit::eval_control;
 

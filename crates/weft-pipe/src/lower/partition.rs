@@ -12,16 +12,18 @@ use super::*;
 /// the side it takes there.
 pub(super) type Resolved = HashMap<Atom, Lin>;
 
+/// The steady state of a loop over `v`: `v >= low` for each low, `v <= high` for each high,
+/// and there each resolved atom takes its side.
+pub(super) struct SteadyState {
+    pub resolved: Resolved,
+    pub lows: Vec<Lin>,
+    pub highs: Vec<Lin>,
+}
+
 impl Lower<'_> {
-    /// For the innermost loop over `v` of stage `(f, s)`: the resolved atoms with the bounds
-    /// of the steady state (`v >= low` for each low, `v <= high` for each high); `None` when no
+    /// The steady state of the innermost loop over `v` of stage `(f, s)`; `None` when no
     /// coordinate clamps `v`.
-    pub(super) fn steady_state(
-        &self,
-        f: usize,
-        s: usize,
-        v: VarId,
-    ) -> Res<Option<(Resolved, Vec<Lin>, Vec<Lin>)>> {
+    pub(super) fn steady_state(&self, f: usize, s: usize, v: VarId) -> Res<Option<SteadyState>> {
         let mut atoms = Vec::new();
         for l in self.coordinate_lins(f, s)? {
             collect_extrema(&self.expand_defs(&l), &mut atoms);
@@ -62,7 +64,11 @@ impl Lower<'_> {
                 break;
             }
         }
-        Ok((!resolved.is_empty()).then_some((resolved, lows, highs)))
+        Ok((!resolved.is_empty()).then_some(SteadyState {
+            resolved,
+            lows,
+            highs,
+        }))
     }
 
     /// The coordinates of the stage's reads and writes of buffers, as offsets into them.

@@ -283,8 +283,16 @@ impl Lin {
             terms: rest,
             k: self.k.rem_euclid(d),
         };
-        out.add(&Lin::atom(Atom::Div(inner, d)))
-            .add_k(self.k.div_euclid(d))
+        // A quotient of a quotient is one quotient: (u / a + k) / d = (u + k a) / (a d), for
+        // the floor divisions by positive constants (a pyramid's `x / 2 / 2`).
+        let quotient = match inner.terms.as_slice() {
+            [(Atom::Div(u, a), 1)] => match a.checked_mul(d) {
+                Some(ad) if ad <= i32::MAX as i64 => Atom::Div(u.add_k(inner.k * a), ad),
+                _ => Atom::Div(inner, d),
+            },
+            _ => Atom::Div(inner, d),
+        };
+        out.add(&Lin::atom(quotient)).add_k(self.k.div_euclid(d))
     }
 
     /// Euclidean remainder by a positive constant `d`.

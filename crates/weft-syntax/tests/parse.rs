@@ -50,7 +50,7 @@ fn prelude_has_std_memories() {
     assert!(m.memory("DRAM_STACK").is_some());
     let dram = std_memory("DRAM").unwrap();
     assert!(dram.addressable);
-    assert!(dram.alloc.contains("malloc"));
+    assert!(dram.alloc.contains("weft_dram_alloc") && dram.header.contains("malloc("));
     assert!(std_memory("NOPE").is_none());
 }
 

@@ -426,22 +426,30 @@ impl Lower<'_> {
             });
         };
         for (a, c) in &l.terms {
-            let side = self.resolved.borrow().get(a).cloned();
-            let t = match a {
-                _ if side.is_some() => self.lin_expr(side.as_ref().unwrap_or(l), env)?,
-                Atom::Var(v) => match env.get(v) {
+            // In a partitioned loop's steady state, a resolved `min`/`max` is its moving side.
+            let side = match a {
+                Atom::Min(..) | Atom::Max(..) => self.resolved.borrow().get(a).cloned(),
+                _ => None,
+            };
+            let t = match (side, a) {
+                (Some(side), _) => self.lin_expr(&side, env)?,
+                (None, Atom::Var(v)) => match env.get(v) {
                     Some(e) => e.clone(),
                     None => IExpr::var(&self.syms[*v as usize], Ty::Int),
                 },
-                Atom::Min(x, y) => IExpr::min(self.lin_expr(x, env)?, self.lin_expr(y, env)?),
-                Atom::Max(x, y) => IExpr::max(self.lin_expr(x, env)?, self.lin_expr(y, env)?),
-                Atom::Div(x, d) => {
+                (None, Atom::Min(x, y)) => {
+                    IExpr::min(self.lin_expr(x, env)?, self.lin_expr(y, env)?)
+                }
+                (None, Atom::Max(x, y)) => {
+                    IExpr::max(self.lin_expr(x, env)?, self.lin_expr(y, env)?)
+                }
+                (None, Atom::Div(x, d)) => {
                     IExpr::binary(BinOp::Div, self.lin_expr(x, env)?, IExpr::int(*d))
                 }
-                Atom::Mod(x, d) => {
+                (None, Atom::Mod(x, d)) => {
                     IExpr::binary(BinOp::Mod, self.lin_expr(x, env)?, IExpr::int(*d))
                 }
-                Atom::Select(k, x, y) => IExpr::select(
+                (None, Atom::Select(k, x, y)) => IExpr::select(
                     self.cond_expr(k, env)?,
                     self.lin_expr(x, env)?,
                     self.lin_expr(y, env)?,

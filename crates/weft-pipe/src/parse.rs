@@ -850,6 +850,19 @@ impl Parser {
                     bx(hi),
                 ))
             }
+            "lerp" => {
+                // Halide's `lerp` of floats: `a * (1 - t) + b * t`.
+                let mut a = self.args()?;
+                arity(self, &a, 3)?;
+                let (x, y, t) = (a.remove(0), a.remove(0), a.remove(0));
+                let one = PExpr::Float(1.0, sp);
+                let rest = PExpr::Binary(BinOp::Sub, bx(one), bx(t.clone()));
+                Ok(PExpr::Binary(
+                    BinOp::Add,
+                    bx(PExpr::Binary(BinOp::Mul, bx(x), bx(rest))),
+                    bx(PExpr::Binary(BinOp::Mul, bx(y), bx(t))),
+                ))
+            }
             "abs" => {
                 let mut a = self.args()?;
                 arity(self, &a, 1)?;

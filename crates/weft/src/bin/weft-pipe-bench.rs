@@ -27,6 +27,10 @@ struct App {
     pad: usize,
     input: Layout,
     output: Layout,
+    /// The values of weft's `i32` parameters, in order, and the same as the peer's
+    /// `--param NAME=VALUE` options.
+    params: &'static [i64],
+    peer_params: &'static [&'static str],
 }
 
 /// Element type and channels (`None`: a 2-D image) of an input or output.
@@ -56,6 +60,8 @@ fn apps() -> Vec<App> {
             pad: 0,
             input: U16,
             output: U16,
+            params: &[],
+            peer_params: &[],
         },
         App {
             name: "unsharp",
@@ -63,6 +69,8 @@ fn apps() -> Vec<App> {
             pad: 0,
             input: f32s(Some(3)),
             output: f32s(Some(3)),
+            params: &[],
+            peer_params: &[],
         },
         App {
             name: "harris",
@@ -70,6 +78,18 @@ fn apps() -> Vec<App> {
             pad: 32,
             input: f32s(Some(3)),
             output: f32s(None),
+            params: &[],
+            peer_params: &[],
+        },
+        App {
+            name: "bilateral_grid",
+            border: 0,
+            pad: 0,
+            input: f32s(None),
+            output: f32s(None),
+            // 10 range cells: Halide's r_sigma 0.1 (1 / 0.1 is 10 in f32).
+            params: &[10],
+            peer_params: &["r_sigma=0.1"],
         },
     ]
 }
@@ -208,7 +228,7 @@ struct Peer {
 
 fn halide(
     python: &Path,
-    app: &str,
+    app: &App,
     out_f32: bool,
     input: &Path,
     (w, h): (usize, usize),
@@ -219,7 +239,8 @@ fn halide(
     let script = root().join("bench/peers/halide_apps.py");
     let o = Command::new(python)
         .arg(&script)
-        .arg(app)
+        .arg(app.name)
+        .args(app.peer_params.iter().flat_map(|p| ["--param", p]))
         .arg("--input")
         .arg(input)
         .args(["--width", &w.to_string(), "--height", &h.to_string()])
@@ -339,7 +360,7 @@ fn main() -> Result<(), String> {
             let mut run = || -> Result<Duration, String> {
                 let t = Instant::now();
                 // Per dimension (x, y, c) its min and extent, then the buffer.
-                let mut args = Vec::new();
+                let mut args: Vec<Arg> = app.params.iter().map(|&v| Arg::Int(v)).collect();
                 for (d, &e) in in_shape.iter().rev().enumerate() {
                     args.push(Arg::Int(if d < 2 { lo } else { 0 }));
                     args.push(Arg::Int(e as i64));
@@ -358,15 +379,7 @@ fn main() -> Result<(), String> {
             for _ in 0..reps {
                 best = best.min(run()?);
             }
-            let peer = halide(
-                &python,
-                app.name,
-                app.output.f32,
-                &in_path,
-                size,
-                threads,
-                reps,
-            )?;
+            let peer = halide(&python, &app, app.output.f32, &in_path, size, threads, reps)?;
             // Once more after the peer, so that a slow spell of the machine hits both.
             for _ in 0..reps {
                 best = best.min(run()?);

@@ -157,11 +157,19 @@ impl Helpers {
             to.bits()
         };
         let hi_f = format!("0x1p{hi_bits}{suffix}");
-        let lo_c = int_limit(to, lo);
+        // The largest value of the float type below 2^hi_bits: converting it never overflows.
+        let below_hi = if from == DType::F32 {
+            format!("0x1.fffffep{}f", hi_bits - 1)
+        } else {
+            format!("0x1.fffffffffffffp{}", hi_bits - 1)
+        };
         let hi_c = int_limit(to, hi);
+        // Without branches, so that loops around it vectorize (a conversion inside a branch
+        // may trap, which GCC does not speculate): the value clamped into the range converts
+        // exactly, then the ends and NaN are selected.
         self.add(&name.clone(), || {
             format!(
-                "static inline {tt} {name}({ft} x) {{\n    if (x != x) return 0;\n    if (x <= {lo_f}) return {lo_c};\n    if (x >= {hi_f}) return {hi_c};\n    return ({tt}) x;\n}}\n"
+                "static inline {tt} {name}({ft} x) {{\n    {ft} c = x > {lo_f} ? x : {lo_f};\n    c = c < {below_hi} ? c : {below_hi};\n    {tt} r = ({tt}) c;\n    r = x >= {hi_f} ? {hi_c} : r;\n    return x != x ? 0 : r;\n}}\n"
             )
         })
     }

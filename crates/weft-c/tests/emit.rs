@@ -419,3 +419,179 @@ fn innermost_offsets_are_hoisted() {
     );
     compile_object("hoisted", &unit.source, &[]);
 }
+
+/// Float-to-integer conversions saturate and map NaN to 0 (Rust's `as`), at every edge: the
+/// largest float below the upper limit, the limit itself, infinities, values just inside.
+#[test]
+fn float_to_int_conversions_saturate_at_every_edge() {
+    let src = "proc conv(n: size, f: f32[n] @ DRAM, d: f64[n] @ DRAM, a: i32[n] @ DRAM, b: u8[n] @ DRAM, c: i16[n] @ DRAM, e: u32[n] @ DRAM, g: i64[n] @ DRAM) {
+    for i in 0..n {
+        a[i] = i32(f[i]);
+        b[i] = u8(f[i]);
+        c[i] = i16(f[i]);
+        e[i] = u32(f[i]);
+        g[i] = i64(d[i]);
+    }
+}
+";
+    let module = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", src)
+        .expect("parses");
+    let unit = emit(&module.procs).unwrap();
+    // The conversion has no branches, so that loops around it vectorize.
+    let helper = unit
+        .source
+        .split("weft_f32_to_i32(float x)")
+        .nth(1)
+        .unwrap();
+    let helper = &helper[..helper.find("\n}").unwrap()];
+    assert!(!helper.contains("if ("), "{helper}");
+    let fs: Vec<f32> = vec![
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        4294967040.0,
+        4294967296.0,
+        255.99998,
+        256.0,
+        -0.5,
+        -0.99,
+        32767.9,
+        -32768.9,
+        -32769.0,
+        0.0,
+        -3.7,
+    ];
+    let ds: Vec<f64> = fs
+        .iter()
+        .map(|&x| x as f64)
+        .chain([
+            9223372036854774784.0,
+            9223372036854775808.0,
+            -9223372036854775808.0,
+            -9223372036854777856.0,
+            18446744073709549568.0,
+            18446744073709551616.0,
+        ])
+        .collect();
+    let n = ds.len();
+    let mut fs_all = fs.clone();
+    fs_all.resize(n, 1.5);
+    let floats = |v: &[f32]| {
+        v.iter()
+            .map(|x| {
+                if x.is_nan() {
+                    "NAN".to_string()
+                } else if x.is_infinite() {
+                    if *x > 0.0 { "INFINITY" } else { "-INFINITY" }.to_string()
+                } else {
+                    format!("{x:e}f")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let doubles = |v: &[f64]| {
+        v.iter()
+            .map(|x| {
+                if x.is_nan() {
+                    "NAN".to_string()
+                } else if x.is_infinite() {
+                    if *x > 0.0 { "INFINITY" } else { "-INFINITY" }.to_string()
+                } else {
+                    format!("{x:e}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let code = |d: DType| weft_c::dtype_code(d);
+    let main_c = format!(
+        r#"
+#include <stdio.h>
+#include <math.h>
+{header}
+int main(void) {{
+    int64_t shape[1] = {{{n}}}, strides[1] = {{1}};
+    float f[{n}] = {{{f}}};
+    double d[{n}] = {{{d}}};
+    int32_t a[{n}]; uint8_t b[{n}]; int16_t c[{n}]; uint32_t e[{n}]; int64_t g[{n}];
+    weft_buffer bf = {{f, {cf}, 1, shape, strides}}, bd = {{d, {cd}, 1, shape, strides}},
+        ba = {{a, {ca}, 1, shape, strides}}, bb = {{b, {cb}, 1, shape, strides}},
+        bc = {{c, {cc}, 1, shape, strides}}, be = {{e, {ce}, 1, shape, strides}},
+        bg = {{g, {cg}, 1, shape, strides}};
+    int rc = {sym}(NULL, {n}, &bf, &bd, &ba, &bb, &bc, &be, &bg);
+    printf("%d\n", rc);
+    for (int i = 0; i < {n}; i++) printf("%d %u %d %u %lld\n", (int) a[i], (unsigned) b[i], (int) c[i], (unsigned) e[i], (long long) g[i]);
+    return 0;
+}}
+"#,
+        header = unit.header,
+        f = floats(&fs_all),
+        d = doubles(&ds),
+        cf = code(DType::F32),
+        cd = code(DType::F64),
+        ca = code(DType::I32),
+        cb = code(DType::U8),
+        cc = code(DType::I16),
+        ce = code(DType::U32),
+        cg = code(DType::I64),
+        sym = unit.entries[0].direct_symbol
+    );
+    let out = run_with_main("conv", &unit.source, &main_c);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("0"));
+    for (i, (&x, &y)) in fs_all.iter().zip(&ds).enumerate() {
+        let expect = format!(
+            "{} {} {} {} {}",
+            x as i32, x as u8, x as i16, x as u32, y as i64
+        );
+        assert_eq!(lines.next(), Some(expect.as_str()), "row {i}: {x} {y}");
+    }
+}
+
+/// A short loop of stores whose iterations touch different cells is marked `ivdep` (GCC then
+/// vectorizes reads at indices computed from data inside OpenMP regions); a loop where one
+/// iteration may read or write what another writes is not.
+#[test]
+fn independent_short_loops_are_marked_ivdep() {
+    let cases = [
+        // Gathers through a data index, stores at distinct cells: independent.
+        ("b[o, v + 2 * o] = a[clamp_index(i64(t[v]), 0, 15)];", true),
+        // Reads the stored buffer at the same cell: independent.
+        ("b[o, v + 2 * o] = b[o, v + 2 * o] + a[v];", true),
+        // Reads the stored buffer one cell over: another iteration's cell.
+        ("b[o, v + 2 * o] = b[o, v + 2 * o + 1];", false),
+        // Writes at a data index (a histogram): iterations may collide.
+        (
+            "a[clamp_index(i64(t[v]), 0, 15)] = a[clamp_index(i64(t[v]), 0, 15)] + 1.0;",
+            false,
+        ),
+        // The loop variable in two coordinates: a diagonal, not known one to one here.
+        ("b[v, v] = a[v];", false),
+    ];
+    for (stmt, independent) in cases {
+        let src = format!(
+            "proc k(a: f32[16] @ DRAM, t: i32[16] @ DRAM, b: f32[16, 64] @ DRAM) {{
+    for o in 0..8 {{
+        for v in 0..16 {{
+            {stmt}
+        }}
+    }}
+}}
+"
+        );
+        let module = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "t.weft", &src)
+            .expect("parses");
+        let unit = emit(&module.procs).unwrap();
+        assert_eq!(
+            unit.source.contains("#pragma GCC ivdep"),
+            independent,
+            "{stmt}"
+        );
+        compile_object("ivdep", &unit.source, &[]);
+    }
+}

@@ -631,6 +631,13 @@ pub const DIRECTIVES: &[Primitive] = &[
         "Substitutes the func's definition into its consumers (the default).",
         "the func has no update stages and is not an output.",
     ),
+    Primitive {
+        name: "reorder_storage",
+        params: &[req("vars", ParamKind::Var, "pure variables, innermost first")],
+        repeated: true,
+        effect: "Lays out the func's buffer with the named dimensions in this order (innermost first), in the positions they held; the loops do not change.",
+        condition: "the func is not an output (an output's layout is the caller's buffer's).",
+    },
     prim(
         "store_root",
         &[],

@@ -855,6 +855,15 @@ impl Parser {
                 let mut a = self.args()?;
                 arity(self, &a, 3)?;
                 let (x, y, t) = (a.remove(0), a.remove(0), a.remove(0));
+                if let Some(ty) = [&x, &y, &t].iter().find_map(|e| self.natural(e)) {
+                    if !ty.is_float() {
+                        return Err(Diagnostic::new(
+                            "syntax",
+                            sp,
+                            format!("`lerp` takes floats, not {ty} (Halide's integer lerp, which scales the weight, is not supported): convert the operands"),
+                        ));
+                    }
+                }
                 let one = PExpr::Float(1.0, sp);
                 let rest = PExpr::Binary(BinOp::Sub, bx(one), bx(t.clone()));
                 Ok(PExpr::Binary(

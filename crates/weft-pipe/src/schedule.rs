@@ -104,6 +104,8 @@ pub struct FuncSchedule {
     pub store: Option<Level>,
     pub stages: Vec<StageSchedule>,
     pub bounds: Vec<Bound>,
+    /// The buffer's dimensions as pure-variable positions, innermost first (`reorder_storage`).
+    pub storage: Vec<usize>,
 }
 
 /// A whole pipeline's schedule, one entry per func.
@@ -272,6 +274,7 @@ impl Schedule {
                     store: None,
                     stages,
                     bounds: Vec::new(),
+                    storage: (0..f.vars.len()).collect(),
                 }
             })
             .collect();
@@ -576,6 +579,40 @@ impl FuncHandle<'_> {
             });
         }
         self.stage_mut().dims = new;
+        Ok(self)
+    }
+
+    /// `reorder_storage(vars...)`: the named dimensions of the func's buffer in this order
+    /// (innermost first), in the positions they held; the others stay where they are.
+    pub fn reorder_storage(&mut self, vars: &[&str]) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.reorder_storage({})", self.fname(), vars.join(", "));
+        if self.p.outputs.contains(&self.func) {
+            return Err(err(
+                d,
+                "reorder-storage",
+                format!(
+                    "`{}` is an output: its layout is the caller's buffer's",
+                    self.fname()
+                ),
+            ));
+        }
+        let mut at = Vec::new();
+        for v in vars {
+            let k = self.pure_dim(&d, v)?;
+            if at.contains(&k) {
+                return Err(err(d, "name", format!("`{v}` is named twice")));
+            }
+            at.push(k);
+        }
+        let storage = &mut self.s.funcs[self.func].storage;
+        let mut slots: Vec<usize> = at
+            .iter()
+            .filter_map(|k| storage.iter().position(|x| x == k))
+            .collect();
+        slots.sort_unstable();
+        for (slot, k) in slots.into_iter().zip(at) {
+            storage[slot] = k;
+        }
         Ok(self)
     }
 

@@ -246,6 +246,10 @@ fn apply<'a>(
         "store_root" => {
             h.store_root()?;
         }
+        "reorder_storage" => {
+            let vars: Vec<&str> = (0..args.len()).map(name).collect();
+            h.reorder_storage(&vars)?;
+        }
         "store_at" => {
             h.store_at(name(0), name(1))?;
         }

@@ -213,3 +213,18 @@ fn split_producers_with_clamped_reads_check_and_match() {
         }
     }
 }
+
+/// Literal arithmetic that wraps bounds a data coordinate by the value it wraps to:
+/// `65536 * 65536` is 0 in i32, and `x / 0` is 0 (found by the random pipeline fuzzer).
+#[test]
+fn wrapped_literal_divisors_bound_data_coordinates() {
+    let p = parse(
+        "pipeline w(input: i32[2]) -> out {
+            table(i): i32 = i * 3;
+            out(x, y): i32 = table((clamp(input(x, y), -3, 2) - 2) / (65536 * 65536) + 2);
+        }",
+    );
+    for sched in ["", "table.compute_root();"] {
+        matched(&p, sched, &[], &[(0, 5), (-1, 3)], 9);
+    }
+}

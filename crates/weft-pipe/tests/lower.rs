@@ -171,3 +171,42 @@ fn shift_and_round_up_are_rejected_on_update_stages() {
     h.split("x", "xo", "xi", 4, Tail::GuardWithIf).unwrap();
     check_all(&p, &s);
 }
+
+/// `reorder_storage` lays the buffer out in the named order (innermost first): the allocation's
+/// extents and every index follow it, and the values do not change. An output's layout is the
+/// caller's: refused, with the rule.
+#[test]
+fn reorder_storage_transposes_the_buffer() {
+    let p = blur();
+    let mut s = Schedule::new(&p);
+    s.func(&p, "bx")
+        .unwrap()
+        .compute_root()
+        .unwrap()
+        .reorder_storage(&["y", "x"])
+        .unwrap();
+    check_all(&p, &s);
+    let lp = lower(&p, &s, &dram()).unwrap();
+    let text = weft_ir::print::proc_to_string(&lp.proc);
+    let alloc = text.lines().find(|l| l.contains("alloc bx")).unwrap();
+    // The default layout has y outermost (the window's rows and the stencil's two); transposed,
+    // x is outermost.
+    assert!(
+        alloc.contains("bx: u16[max(1, by_0_extent), max(1, by_1_extent + 2)]"),
+        "{alloc}"
+    );
+    let e = s
+        .func(&p, "by")
+        .unwrap()
+        .reorder_storage(&["y", "x"])
+        .err()
+        .expect("rejected");
+    assert_eq!(e.rule, "reorder-storage", "{e}");
+    let e = s
+        .func(&p, "bx")
+        .unwrap()
+        .reorder_storage(&["y", "y"])
+        .err()
+        .expect("rejected");
+    assert_eq!(e.rule, "name", "{e}");
+}

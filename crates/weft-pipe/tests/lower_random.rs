@@ -296,6 +296,19 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
             let _ = h.bound(&var, int(r.range(-30, 0)), int(r.range(1, 60)));
         }
     }
+    // Storage layouts: the pure variables in a random order (outputs refuse).
+    for f in 0..n {
+        if r.chance(15) {
+            let name = p.funcs[f].name.clone();
+            let mut vars = p.funcs[f].vars.clone();
+            for k in (1..vars.len()).rev() {
+                vars.swap(k, r.below(k + 1));
+            }
+            let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
+            let mut h = s.func(p, &name).unwrap();
+            let _ = h.reorder_storage(&vars);
+        }
+    }
     // Compute levels, consumers first: the root, inline, or a loop of a later func.
     for f in (0..n).rev() {
         if p.outputs.contains(&f) {

@@ -147,6 +147,55 @@ fn boundary_conditions() {
     }
 }
 
+/// `lerp(a, b, t)` is Halide's float lerp, `a * (1 - t) + b * t`; on integers it is a type error
+/// (Halide's integer lerp scales the weight, which weft does not have).
+#[test]
+fn lerp_of_floats() {
+    let p = parse(
+        "pipeline l(input: f32[1]) -> out {
+            out(x): f32 = lerp(input(x), input(x + 1), f32(x) * 0.25);
+        }",
+    );
+    let args = Args {
+        params: vec![],
+        inputs: vec![InputBuffer {
+            region: vec![(0, 5)],
+            data: [2.0f32, 6.0, -1.0, 3.0, 0.5]
+                .iter()
+                .map(|&v| Scalar::F32(v))
+                .collect(),
+        }],
+    };
+    let got: Vec<f32> = realize(&p, &args, 0, &[(0, 4)])
+        .unwrap()
+        .into_iter()
+        .map(|v| match v.unwrap() {
+            Scalar::F32(f) => f,
+            o => panic!("{o:?}"),
+        })
+        .collect();
+    let lerp = |a: f32, b: f32, t: f32| a * (1.0 - t) + b * t;
+    assert_eq!(
+        got,
+        vec![
+            lerp(2.0, 6.0, 0.0),
+            lerp(6.0, -1.0, 0.25),
+            lerp(-1.0, 3.0, 0.5),
+            lerp(3.0, 0.5, 0.75)
+        ]
+    );
+    match run(&p, &Schedule::new(&p), &[], &[(0, 4)], 1, 5) {
+        Outcome::Matched => {}
+        o => panic!("{o:?}"),
+    }
+    let d = parse_err(
+        "pipeline l(input: i32[1]) -> out {
+            out(x): i32 = lerp(input(x), input(x + 1), 1);
+        }",
+    );
+    assert!(d.message.contains("`lerp` takes floats"), "{d:?}");
+}
+
 #[test]
 fn malformed_pipelines_are_diagnosed_at_the_place() {
     let text = "pipeline p(input: u8[2]) -> f {\n    f(x, y): u8 = input(x, y) + nope;\n}";

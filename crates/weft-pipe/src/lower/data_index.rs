@@ -177,6 +177,11 @@ impl Lower<'_> {
         let t = self.dtype_of(e);
         match r {
             Some((lo, hi)) if t.is_int() && fits(lo, hi, t) => konst_range(lo, hi),
+            // One value that wraps (`65536 * 65536` in i32): the value it wraps to.
+            Some((v, w)) if v == w && t.is_int() => {
+                let s = Scalar::from_int_wrapping(v, t).as_i128().unwrap_or(0);
+                konst_range(s, s)
+            }
             _ => type_range(t),
         }
     }
@@ -249,6 +254,8 @@ fn corners(op: BinOp, x: (i128, i128), y: (i128, i128)) -> Option<(i128, i128)> 
         BinOp::Add => vec![x.0 + y.0, x.1 + y.1],
         BinOp::Sub => vec![x.0 - y.1, x.1 - y.0],
         BinOp::Mul => vec![x.0 * y.0, x.0 * y.1, x.1 * y.0, x.1 * y.1],
+        // `x / 0 == 0`.
+        BinOp::Div if y == (0, 0) => vec![0],
         BinOp::Div if y.0 > 0 => vec![
             x.0.div_euclid(y.0),
             x.0.div_euclid(y.1),

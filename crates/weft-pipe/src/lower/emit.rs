@@ -62,7 +62,8 @@ impl Lower<'_> {
             }
             let func = &self.p.funcs[f];
             let mut shape = Vec::new();
-            for (lo, hi) in self.funcs[f].alloc.iter().rev() {
+            let alloc = &self.funcs[f].alloc;
+            for (lo, hi) in self.s.funcs[f].storage.iter().rev().map(|&d| &alloc[d]) {
                 let ext = hi.sub(lo).add_k(1);
                 let ext = match ext.as_const() {
                     Some(c) if c >= 1 => ext,
@@ -312,8 +313,8 @@ impl Lower<'_> {
     ) -> Res<Vec<IExpr>> {
         let alloc = &self.funcs[f].alloc;
         let mut idx = Vec::new();
-        for (d, a) in args.iter().enumerate().rev() {
-            idx.push(self.index_expr(a, &alloc[d].0, ctx, env)?);
+        for &d in self.s.funcs[f].storage.iter().rev() {
+            idx.push(self.index_expr(&args[d], &alloc[d].0, ctx, env)?);
         }
         Ok(idx)
     }

@@ -222,6 +222,12 @@ fn lowered_example_procs_round_trip_through_text() {
         let path = format!("{}/../../examples/{file}", env!("CARGO_MANIFEST_DIR"));
         let program = weft::load(Path::new(&path)).unwrap();
         for name in weft::pipeline::names(&program) {
+            // The apps' bare pipelines would run with every func inlined, Halide's default:
+            // bilateral_grid's output then reads its histogram 2000 times per point, which
+            // nobody runs (and which takes the checker minutes). Their schedules are checked.
+            if file == "halide_apps.weft" && !name.ends_with("_fast") {
+                continue;
+            }
             let Ok(lp) = weft::pipeline::lower(&program, &name) else {
                 continue;
             };

@@ -27,17 +27,10 @@ struct App {
     pad: usize,
     input: Layout,
     output: Layout,
-    /// The values of weft's parameters, in order, and the same as the peer's
+    /// The values of weft's `i32` parameters, in order, and the same as the peer's
     /// `--param NAME=VALUE` options.
-    params: &'static [Param],
+    params: &'static [i64],
     peer_params: &'static [&'static str],
-}
-
-/// A scalar parameter's value.
-#[derive(Clone, Copy)]
-enum Param {
-    I32(i64),
-    F32(f32),
 }
 
 /// Element type and channels (`None`: a 2-D image) of an input or output.
@@ -51,13 +44,6 @@ const U16: Layout = Layout {
     f32: false,
     channels: None,
 };
-
-fn u16s(channels: Option<usize>) -> Layout {
-    Layout {
-        f32: false,
-        channels,
-    }
-}
 
 fn f32s(channels: Option<usize>) -> Layout {
     Layout {
@@ -102,19 +88,8 @@ fn apps() -> Vec<App> {
             input: f32s(None),
             output: f32s(None),
             // 10 range cells: Halide's r_sigma 0.1 (1 / 0.1 is 10 in f32).
-            params: &[Param::I32(10)],
+            params: &[10],
             peer_params: &["r_sigma=0.1"],
-        },
-        App {
-            name: "local_laplacian",
-            border: 0,
-            pad: 0,
-            input: u16s(Some(3)),
-            output: u16s(Some(3)),
-            // 8 intensity levels, alpha 1 and beta 1 (process.cpp's "8 1 1"); the pipeline
-            // takes alpha / (levels - 1), as the peer's `bind` computes it.
-            params: &[Param::I32(8), Param::F32((1.0f64 / 7.0) as f32), Param::F32(1.0)],
-            peer_params: &["levels=8", "alpha=1", "beta=1"],
         },
     ]
 }
@@ -380,31 +355,12 @@ fn main() -> Result<(), String> {
             Data::U16(vec![0; n])
         };
         let lo = -((app.border + app.pad) as i64);
-        let mut floats: Vec<[f32; 1]> = app
-            .params
-            .iter()
-            .filter_map(|p| match p {
-                Param::F32(v) => Some([*v]),
-                Param::I32(_) => None,
-            })
-            .collect();
         for threads in [1, 2] {
             set_threads(threads)?;
             let mut run = || -> Result<Duration, String> {
                 let t = Instant::now();
                 // Per dimension (x, y, c) its min and extent, then the buffer.
-                let mut args: Vec<Arg> = Vec::new();
-                let mut floats = floats.iter_mut();
-                for p in app.params {
-                    match p {
-                        Param::I32(v) => args.push(Arg::Int(*v)),
-                        // A float parameter is a buffer of rank 0.
-                        Param::F32(_) => {
-                            let cell = floats.next().expect("one per float parameter");
-                            args.push(Arg::Buf(BufArg::new(cell, &[])));
-                        }
-                    }
-                }
+                let mut args: Vec<Arg> = app.params.iter().map(|&v| Arg::Int(v)).collect();
                 for (d, &e) in in_shape.iter().rev().enumerate() {
                     args.push(Arg::Int(if d < 2 { lo } else { 0 }));
                     args.push(Arg::Int(e as i64));

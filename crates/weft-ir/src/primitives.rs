@@ -672,6 +672,16 @@ pub const DIRECTIVES: &[Primitive] = &[
         "Fixes the extent of the func's region in that dimension.",
         "as `bound`.",
     ),
+    prim(
+        "align_bounds",
+        &[
+            req("var", ParamKind::Var, "the pure variable"),
+            req("modulus", ParamKind::Int, "the alignment"),
+            opt("remainder", ParamKind::Int, "the min's remainder", "0"),
+        ],
+        "Widens the func's computed region in that dimension so that its min is `remainder` plus a multiple of `modulus` and its extent a multiple of `modulus` (the points added are computed too).",
+        "`modulus >= 1`, `0 <= remainder < modulus`; the func is not an output (its region is the caller's window).",
+    ),
 ];
 
 /// The directive named `name`.

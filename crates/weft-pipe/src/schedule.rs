@@ -106,6 +106,16 @@ pub struct FuncSchedule {
     pub bounds: Vec<Bound>,
     /// The buffer's dimensions as pure-variable positions, innermost first (`reorder_storage`).
     pub storage: Vec<usize>,
+    /// `align_bounds`: per pure dimension, the modulus and remainder its region is widened to.
+    pub aligns: Vec<Align>,
+}
+
+/// `align_bounds(var, modulus, remainder)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Align {
+    pub dim: usize,
+    pub modulus: i64,
+    pub remainder: i64,
 }
 
 /// A whole pipeline's schedule, one entry per func.
@@ -275,6 +285,7 @@ impl Schedule {
                     stages,
                     bounds: Vec::new(),
                     storage: (0..f.vars.len()).collect(),
+                    aligns: Vec::new(),
                 }
             })
             .collect();
@@ -876,6 +887,44 @@ impl FuncHandle<'_> {
             dim,
             min: None,
             extent,
+        });
+        Ok(self)
+    }
+
+    /// `align_bounds(var, modulus, remainder)`: the region computed in `var` widened to start at
+    /// `remainder` plus a multiple of `modulus` and to span a multiple of `modulus`.
+    pub fn align_bounds(
+        &mut self,
+        var: &str,
+        modulus: i64,
+        remainder: i64,
+    ) -> Result<&mut Self, DirectiveError> {
+        let d = format!(
+            "{}.align_bounds({var}, {modulus}, {remainder})",
+            self.fname()
+        );
+        let dim = self.pure_dim(&d, var)?;
+        if self.p.outputs.contains(&self.func) {
+            return Err(err(
+                d,
+                "align-bounds",
+                format!(
+                    "`{}` is an output: its region is the caller's window",
+                    self.fname()
+                ),
+            ));
+        }
+        if modulus < 1 || !(0..modulus).contains(&remainder) {
+            return Err(err(
+                d,
+                "align-bounds",
+                "the modulus must be at least 1 and the remainder in 0..modulus".into(),
+            ));
+        }
+        self.s.funcs[self.func].aligns.push(Align {
+            dim,
+            modulus,
+            remainder,
         });
         Ok(self)
     }

@@ -259,6 +259,9 @@ fn apply<'a>(
         "bound_extent" => {
             h.bound_extent(name(0), lit(int(1).unwrap_or(0)))?;
         }
+        "align_bounds" => {
+            h.align_bounds(name(0), int(1).unwrap_or(0), int(2).unwrap_or(0))?;
+        }
         other => unreachable!("directive `{other}` has no implementation"),
     }
     Ok(h)

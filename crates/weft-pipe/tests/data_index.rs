@@ -228,3 +228,17 @@ fn wrapped_literal_divisors_bound_data_coordinates() {
         matched(&p, sched, &[], &[(0, 5), (-1, 3)], 9);
     }
 }
+
+/// A constant factor on either side scales a data coordinate's range (`256 * k` as `k * 256`).
+#[test]
+fn constant_factors_on_the_left_scale_data_coordinates() {
+    let p = parse(
+        "pipeline s(input: i32[2]) -> out {
+            table(i): i32 = i * 3;
+            out(x, y): i32 = table(256 * clamp(input(x, y), 0, 3) + clamp(input(x, y), 0, 255));
+        }",
+    );
+    for sched in ["", "table.compute_root();"] {
+        matched(&p, sched, &[], &[(0, 5), (-1, 3)], 11);
+    }
+}

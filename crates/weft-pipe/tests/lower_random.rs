@@ -296,6 +296,16 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
             let _ = h.bound(&var, int(r.range(-30, 0)), int(r.range(1, 60)));
         }
     }
+    // Aligned regions (outputs refuse).
+    for f in 0..n {
+        if r.chance(10) {
+            let name = p.funcs[f].name.clone();
+            let var = p.funcs[f].vars[r.below(p.funcs[f].vars.len())].clone();
+            let m = r.range(1, 9);
+            let mut h = s.func(p, &name).unwrap();
+            let _ = h.align_bounds(&var, m, r.range(0, m - 1));
+        }
+    }
     // Storage layouts: the pure variables in a random order (outputs refuse).
     for f in 0..n {
         if r.chance(15) {

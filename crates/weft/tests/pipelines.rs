@@ -287,3 +287,52 @@ fn cache_hits_of_literal_arithmetic_are_the_same_proc() {
         assert_eq!(run(&first.module), run(&second.module), "{body}");
     }
 }
+
+/// `align_bounds` widens a producer's region to whole aligned blocks: the input it reads grows
+/// accordingly (Halide's `infer_input_bounds`), and the values stay the pipeline's.
+#[test]
+fn align_bounds_widens_the_region_to_aligned_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.weft");
+    std::fs::write(
+        &path,
+        "pipeline p(input: i32[2]) -> out {
+    f(x, y): i32 = input(x - 1, y) + input(x + 1, y);
+    out(x, y): i32 = f(x, y) * 2;
+}
+schedule plain = p { f.compute_root(); }
+schedule aligned = p { f.compute_root().align_bounds(x, 8).align_bounds(y, 4, 1); }
+",
+    )
+    .unwrap();
+    let program = weft::load(&path).unwrap();
+    let window = vec![(2, 16), (3, 2)];
+    let reads = |name: &str| {
+        let lp = weft::pipeline::lower(&program, name).unwrap();
+        weft::pipeline::input_regions(&lp, &window, &[]).unwrap()[0].clone()
+    };
+    // f on x in [2, 17] and y in [3, 4]: the input one column wider on each side.
+    assert_eq!(reads("plain"), vec![(1, 18), (3, 2)]);
+    // Aligned: x in [0, 23] (blocks of 8), y in [1, 4] (blocks of 4 starting at 1 mod 4).
+    assert_eq!(reads("aligned"), vec![(-1, 26), (1, 4)]);
+    let lp = weft::pipeline::lower(&program, "aligned").unwrap();
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    for window in [window.clone(), vec![(-5, 1), (0, 1)], vec![(7, 9), (-2, 5)]] {
+        let r = weft::pipeline::realize(&lp, &jit, &window, &[], vec![], 1).unwrap();
+        let n = weft::pipeline::check_against_reference(&lp, &[], &r).unwrap();
+        assert_eq!(n, (window[0].1 * window[1].1) as usize);
+    }
+    // An output's region is the caller's window.
+    std::fs::write(
+        &path,
+        "pipeline p(input: i32[1]) -> out { out(x): i32 = input(x); }
+schedule s = p { out.align_bounds(x, 8); }
+",
+    )
+    .unwrap();
+    let program = weft::load(&path).unwrap();
+    let e = weft::pipeline::parse(&program, "s")
+        .err()
+        .expect("rejected");
+    assert!(e.to_string().contains("align-bounds"), "{e}");
+}

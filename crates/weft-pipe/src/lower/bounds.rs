@@ -423,6 +423,13 @@ impl Lower<'_> {
             }
             region[b.dim] = (min, max);
         }
+        // `align_bounds` widens the region to whole blocks of `modulus` starting at `remainder`.
+        for a in self.s.funcs[f].aligns.clone() {
+            let (m, r) = (a.modulus, a.remainder);
+            let block = |x: &Lin| x.add_k(-r).div(m).scale(m).add_k(r);
+            let (lo, hi) = &region[a.dim];
+            region[a.dim] = (block(lo), block(hi).add_k(m - 1));
+        }
         self.slide(f, &mut region);
         // Stage regions, the last first: a stage covers what later stages read or write of f.
         let nstages = self.funcs[f].stages.len();

@@ -144,7 +144,11 @@ impl Lower<'_> {
                 }
             }
             Expr::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), a, b) => {
-                let (x, y) = (self.interval(a, ctx, wraps)?, self.interval(b, ctx, wraps)?);
+                let (mut x, mut y) = (self.interval(a, ctx, wraps)?, self.interval(b, ctx, wraps)?);
+                // A constant factor on the left (`256 * k`) scales like one on the right.
+                if *op == BinOp::Mul && const_range(&x).is_some_and(|(l, h)| l == h) {
+                    std::mem::swap(&mut x, &mut y);
+                }
                 if let (Some(cx), Some(cy)) = (const_range(&x), const_range(&y)) {
                     return Ok(self.folded(e, corners(*op, cx, cy)));
                 }

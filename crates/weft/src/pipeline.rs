@@ -331,10 +331,11 @@ pub fn realize(
             }
             None => {
                 // A region that depends on the input's own bounds (a boundary condition reads
-                // inside whatever it is given): the window's.
+                // inside whatever it is given), or none (an input that is not read): the
+                // window's.
                 let region = match &regions[k] {
-                    Ok(r) => r.clone(),
-                    Err(_) => (0..inp.rank)
+                    Ok(r) if r.len() == inp.rank => r.clone(),
+                    _ => (0..inp.rank)
                         .map(|d| window.get(d).copied().unwrap_or((0, 1)))
                         .collect(),
                 };

@@ -336,3 +336,24 @@ schedule s = p { out.align_bounds(x, 8); }
     };
     assert!(e.to_string().contains("align-bounds"), "{e}");
 }
+
+/// An input the pipeline never reads has no region; realize still passes it (review: the call
+/// had too few arguments).
+#[test]
+fn an_input_that_is_not_read_is_still_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("u.weft");
+    std::fs::write(
+        &path,
+        "pipeline u(input: f32[2]) -> out { out(x): f32 = 4.0; }\n",
+    )
+    .unwrap();
+    let program = weft::load(&path).unwrap();
+    let lp = weft::pipeline::lower(&program, "u").unwrap();
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    let r = weft::pipeline::realize(&lp, &jit, &[(3, 16)], &[], vec![], 1).unwrap();
+    assert_eq!(
+        weft::pipeline::check_against_reference(&lp, &[], &r).unwrap(),
+        16
+    );
+}

@@ -1137,7 +1137,7 @@ impl<'u> ProcCx<'u> {
                 }
                 // A short constant loop of plain stores (a vectorized loop of a pipeline) stays
                 // a loop: GCC would unroll it completely first and then often not vectorize it.
-                if !*parallel && vector_shaped(lo_e, hi_e, body) {
+                if !*parallel && crate::vector_loops::vector_shaped(lo_e, hi_e, body) {
                     self.line("#pragma GCC unroll 1");
                     // GCC cannot always see that its iterations are independent (a read at an
                     // index computed from data, inside an OpenMP region where the pointers lost
@@ -1415,116 +1415,6 @@ impl<'u> ProcCx<'u> {
         }
         Ok(())
     }
-}
-
-/// A loop of 8 to 64 iterations whose body is only assignments (no loops, conditions, calls or
-/// reductions): the shape of a vectorized loop of a pipeline. (Reductions are left to GCC:
-/// unrolled completely, a register-blocked micro-kernel keeps its accumulators in registers.)
-impl ProcCx<'_> {
-    /// Whether no iteration of `for var: body` (plain stores, see [`vector_shaped`]) touches a
-    /// cell another iteration writes, so that `#pragma GCC ivdep` is true: every access to the
-    /// memory of a buffer the body writes (any symbol with the same C base pointer) is to the same
-    /// symbol at the same index, and that index is one-to-one in `var` (one coordinate is `var`
-    /// plus a term without it, the others do not mention it). Anything else answers false.
-    fn independent_iterations(&self, var: &Sym, body: &[Stmt]) -> bool {
-        let base = |b: &Sym| match self.env.get(b) {
-            Some(Binding::Buf(v)) => Some(v.base.clone()),
-            _ => None,
-        };
-        let mut writes: Vec<(&Sym, &[Expr], String)> = Vec::new();
-        for s in body {
-            let StmtKind::Assign { buf, idx, .. } = &s.kind else {
-                return false;
-            };
-            let Some(b) = base(buf) else {
-                return false;
-            };
-            if !one_to_one(var, idx) {
-                return false;
-            }
-            writes.push((buf, idx, b));
-        }
-        let agrees = |buf: &Sym, idx: &[Expr]| -> bool {
-            let Some(b) = base(buf) else {
-                return false;
-            };
-            writes.iter().all(|(w, widx, wb)| {
-                *wb != b
-                    || (*w == buf
-                        && widx.len() == idx.len()
-                        && widx.iter().zip(idx).all(|(x, y)| same_expr(x, y)))
-            })
-        };
-        let mut ok = writes.iter().all(|(w, idx, _)| agrees(w, idx));
-        for s in body {
-            if let StmtKind::Assign { idx, rhs, .. } = &s.kind {
-                for e in idx.iter().chain([rhs]) {
-                    weft_ir::visit::walk_expr(e, &mut |x| {
-                        if let ExprKind::Read { buf, idx } = &x.kind {
-                            ok &= agrees(buf, idx);
-                        }
-                    });
-                }
-            }
-        }
-        ok
-    }
-}
-
-/// Whether the index `idx` takes a different cell for each value of `var`.
-fn one_to_one(var: &Sym, idx: &[Expr]) -> bool {
-    idx.iter().filter(|e| mentions(e, var)).count() == 1 && idx.iter().any(|e| unit_in(e, var))
-}
-
-fn mentions(e: &Expr, var: &Sym) -> bool {
-    let mut found = false;
-    weft_ir::visit::walk_expr(e, &mut |x| {
-        found |= matches!(&x.kind, ExprKind::Var(v) if v == var)
-    });
-    found
-}
-
-/// Whether `e` is `±var` plus terms without `var`.
-fn unit_in(e: &Expr, var: &Sym) -> bool {
-    match &e.kind {
-        ExprKind::Var(v) => v == var,
-        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => {
-            (unit_in(a, var) && !mentions(b, var)) || (unit_in(b, var) && !mentions(a, var))
-        }
-        _ => false,
-    }
-}
-
-/// Structural equality of expressions, spans aside (false for kinds it does not compare).
-fn same_expr(a: &Expr, b: &Expr) -> bool {
-    use ExprKind as K;
-    let node = match (&a.kind, &b.kind) {
-        (K::Const(x), K::Const(y)) => x == y,
-        (K::Var(x), K::Var(y)) => x == y,
-        (K::Read { buf: x, .. }, K::Read { buf: y, .. }) => x == y,
-        (K::Unary(o, _), K::Unary(p, _)) => o == p,
-        (K::Binary(o, ..), K::Binary(p, ..)) => o == p,
-        (K::Cast(s, _), K::Cast(t, _)) => s == t,
-        (K::Math(f, _), K::Math(g, _)) => f == g,
-        (K::Select(..), K::Select(..)) | (K::DataIndex { .. }, K::DataIndex { .. }) => true,
-        _ => false,
-    };
-    let (xs, ys) = (
-        weft_ir::visit::expr_children(a),
-        weft_ir::visit::expr_children(b),
-    );
-    node && a.ty == b.ty && xs.len() == ys.len() && xs.iter().zip(&ys).all(|(x, y)| same_expr(x, y))
-}
-
-fn vector_shaped(lo: &Expr, hi: &Expr, body: &[Stmt]) -> bool {
-    let trips = match (lo.as_int_const(), hi.as_int_const()) {
-        (Some(a), Some(b)) => b - a,
-        _ => return false,
-    };
-    (8..=64).contains(&trips)
-        && body
-            .iter()
-            .all(|s| matches!(s.kind, StmtKind::Assign { .. }))
 }
 
 #[cfg(test)]

@@ -480,33 +480,23 @@ fn float_to_int_conversions_saturate_at_every_edge() {
     let n = ds.len();
     let mut fs_all = fs.clone();
     fs_all.resize(n, 1.5);
+    // A C literal of `x` (`suffix` "f" for float).
+    let literal = |x: f64, suffix: &str| {
+        if x.is_nan() {
+            "NAN".to_string()
+        } else if x.is_infinite() {
+            if x > 0.0 { "INFINITY" } else { "-INFINITY" }.to_string()
+        } else {
+            format!("{x:e}{suffix}")
+        }
+    };
     let floats = |v: &[f32]| {
-        v.iter()
-            .map(|x| {
-                if x.is_nan() {
-                    "NAN".to_string()
-                } else if x.is_infinite() {
-                    if *x > 0.0 { "INFINITY" } else { "-INFINITY" }.to_string()
-                } else {
-                    format!("{x:e}f")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+        let c: Vec<String> = v.iter().map(|&x| literal(x as f64, "f")).collect();
+        c.join(", ")
     };
     let doubles = |v: &[f64]| {
-        v.iter()
-            .map(|x| {
-                if x.is_nan() {
-                    "NAN".to_string()
-                } else if x.is_infinite() {
-                    if *x > 0.0 { "INFINITY" } else { "-INFINITY" }.to_string()
-                } else {
-                    format!("{x:e}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+        let c: Vec<String> = v.iter().map(|&x| literal(x, "")).collect();
+        c.join(", ")
     };
     let code = |d: DType| weft_c::dtype_code(d);
     let main_c = format!(

@@ -21,9 +21,6 @@ use weft_ir::Sym;
 /// Bound variables whose range has at most this many values are eliminated by trying each.
 const SMALL_RANGE: i64 = 16;
 
-/// Terms of a chunk, in nodes, beyond which it is not expanded further (and is forgotten).
-const MAX_CHUNK_SIZE: usize = 20_000;
-
 /// Cells of one buffer written for sure (under `cond`).
 #[derive(Clone, Debug)]
 pub struct Chunk {
@@ -53,20 +50,8 @@ impl Chunk {
     }
 
     /// Replace unknowns above `id` that name a shared term by that term (they may nest).
-    /// False when the chunk grows past [`MAX_CHUNK_SIZE`] (nested names can expand
-    /// exponentially); the chunk is then left as it is, for the caller to drop.
-    fn expand_shared(&mut self, id: u64, shared: &HashMap<u64, Term>) -> bool {
+    fn expand_shared(&mut self, id: u64, shared: &HashMap<u64, Term>) {
         for _ in 0..16 {
-            let size: usize = self
-                .idx
-                .iter()
-                .chain(&self.cond)
-                .map(Term::size)
-                .chain(self.bound.iter().map(|(_, lo, hi)| lo.size() + hi.size()))
-                .sum();
-            if size > MAX_CHUNK_SIZE {
-                return false;
-            }
             let named: HashMap<u64, Term> = self
                 .free_vars()
                 .into_iter()
@@ -74,7 +59,7 @@ impl Chunk {
                 .filter_map(|v| shared.get(&v.id).map(|t| (v.id, t.clone())))
                 .collect();
             if named.is_empty() {
-                return true;
+                return;
             }
             let sub = |t: &Term| t.subst_all(&named);
             self.idx = self.idx.iter().map(sub).collect();
@@ -84,7 +69,6 @@ impl Chunk {
                 b.2 = sub(&b.2);
             }
         }
-        true
     }
 
     /// Whether a variable that is not bound here has an id above `id` (unknowns are numbered
@@ -124,13 +108,12 @@ impl Defined {
         shared: &HashMap<u64, Term>,
         fresh: &mut dyn FnMut() -> Var,
     ) {
+        for c in self.chunks.iter_mut().skip(mark) {
+            c.expand_shared(made_since, shared);
+        }
         let mut k = mark;
         while k < self.chunks.len() {
-            // A chunk too large to expand is forgotten: less is known written, which only
-            // reports more reads (never hides one).
-            if !self.chunks[k].expand_shared(made_since, shared)
-                || self.chunks[k].mentions_unknowns_above(made_since)
-            {
+            if self.chunks[k].mentions_unknowns_above(made_since) {
                 self.chunks.remove(k);
             } else {
                 k += 1;

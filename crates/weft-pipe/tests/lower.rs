@@ -210,3 +210,63 @@ fn reorder_storage_transposes_the_buffer() {
         .expect("rejected");
     assert_eq!(e.rule, "name", "{e}");
 }
+
+/// The reference computes coordinates in i32, wrapping (`3000 * 1000000` is negative); the
+/// proc computes them exactly. Where a coordinate's arithmetic would wrap, a precondition stops
+/// the proc instead of reading another point (review: it read `input(3000)` where the reference
+/// read `input(-1295)`).
+#[test]
+fn coordinates_that_would_wrap_stop_at_a_precondition() {
+    let p = weft_pipe::parse::parse_pipeline(
+        0,
+        "pipeline ov(input: i32[1]) -> out {
+            out(x): i32 = input((x * 1000000) / 1000000) + input(x - 1300);
+        }",
+        0,
+    )
+    .unwrap();
+    let s = Schedule::new(&p);
+    match run(&p, &s, &[], &[(0, 3001)], 1300, 3) {
+        Outcome::Asserted(m) => assert!(m.contains("1000000 * out_0_min"), "{m}"),
+        o => panic!("{o:?}"),
+    }
+    assert!(matches!(
+        run(&p, &s, &[], &[(0, 2000)], 1300, 3),
+        Outcome::Matched
+    ));
+}
+
+/// Random coordinates whose i32 arithmetic wraps somewhere (`(x * k) / k` for large `k`) on
+/// random windows, with inputs wide enough to hold the points the reference's wrapped
+/// coordinates reach: the proc matches the reference or stops at a precondition.
+#[test]
+fn random_wrapping_coordinates_match_or_stop() {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut matched, mut stopped) = (0, 0);
+    for _ in 0..120 {
+        let k = [1i64 << 30, 1 << 20, 1_000_000, 3_000_000, 1 << 12][(next() % 5) as usize];
+        let c = (next() % 7) as i64 - 3;
+        let d = (next() % 5) as i64;
+        let text = format!(
+            "pipeline w(input: i32[1]) -> out {{ out(x): i32 = input((x * {k}) / {k} + {c}) + input(x - {d}); }}"
+        );
+        let p = weft_pipe::parse::parse_pipeline(0, &text, 0).unwrap();
+        let lo = (next() % 10_000) as i64 - 5_000;
+        let extent = 1 + (next() % 40) as i64;
+        match run(&p, &Schedule::new(&p), &[], &[(lo, extent)], 5_000, next()) {
+            Outcome::Matched => matched += 1,
+            Outcome::Asserted(_) => stopped += 1,
+        }
+    }
+    // Both kinds occur: the generator reaches the wrapping coordinates.
+    assert!(
+        matched > 10 && stopped > 10,
+        "{matched} matched, {stopped} stopped"
+    );
+}

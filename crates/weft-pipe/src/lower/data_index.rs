@@ -61,6 +61,7 @@ impl Lower<'_> {
         env: &HashMap<VarId, IExpr>,
     ) -> Res<IExpr> {
         if !self.reads_data(a) {
+            self.coordinate_fits(a, ctx);
             return self.lin_expr(&self.to_lin(a, Some(ctx))?.sub(base), env);
         }
         let mut wraps = Vec::new();
@@ -89,6 +90,44 @@ impl Lower<'_> {
             self.lin_expr(&lo.sub(base), env)?,
             self.lin_expr(&hi.sub(base), env)?,
         ))
+    }
+
+    /// The reference computes coordinates in i32, wrapping; the proc computes them exactly.
+    /// So every sum, difference, product and negation inside coordinate `a` of stage `ctx` must
+    /// fit i32 wherever the stage runs: a precondition, so that a coordinate that would wrap
+    /// stops the proc at a named assertion instead of reading another point. (Constants fold
+    /// wrapping, as the reference computes them; division, remainder, `min` and `max` of values
+    /// that fit also fit.)
+    fn coordinate_fits(&self, a: &Expr, ctx: (usize, usize)) {
+        let mut nodes = Vec::new();
+        a.walk(&mut |x| {
+            if matches!(
+                x,
+                Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, ..) | Expr::Unary(UnOp::Neg, _)
+            ) {
+                nodes.push(x.clone());
+            }
+        });
+        if nodes.is_empty() {
+            return;
+        }
+        let scope = self.scope_from(Site::Root, ctx.0, ctx.1);
+        let mut pre = self.data_preconds.borrow_mut();
+        for n in nodes {
+            let Ok(l) = self.to_lin(&n, Some(ctx)) else {
+                continue;
+            };
+            if l.as_const().is_some() {
+                continue;
+            }
+            // Unbounded ends cannot be stated (and leave the region unbounded, an error).
+            if let Some(lo) = scope.lower(&l) {
+                pre.push(Cond::le(&Lin::konst(i32::MIN as i64), &lo));
+            }
+            if let Some(hi) = scope.upper(&l) {
+                pre.push(Cond::le(&hi, &Lin::konst(i32::MAX as i64)));
+            }
+        }
     }
 
     fn interval(&self, e: &Expr, ctx: (usize, usize), wraps: &mut Vec<Lin>) -> Res<Range> {

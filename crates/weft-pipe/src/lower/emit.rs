@@ -8,8 +8,9 @@ impl Lower<'_> {
         let body = self.emit_site(Site::Root, &HashMap::new())?;
         let found = self.data_preconds.take();
         self.preconds.extend(found);
+        let mut seen = HashSet::new();
         for c in std::mem::take(&mut self.preconds) {
-            if c == Cond::Const(true) {
+            if c == Cond::Const(true) || !seen.insert(c.clone()) {
                 continue;
             }
             let e = self.cond_expr(&c, &HashMap::new())?;

@@ -296,23 +296,24 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
             let _ = h.bound(&var, int(r.range(-30, 0)), int(r.range(1, 60)));
         }
     }
-    // Aligned regions (outputs refuse).
+    // Layout directives from a generator of their own (the main stream's draws stay as they
+    // were): aligned regions and storage orders (outputs refuse both).
+    let mut lr = Rng(r.0 ^ 0xA11C_0DE5_u64);
     for f in 0..n {
-        if r.chance(10) {
+        if lr.chance(10) {
             let name = p.funcs[f].name.clone();
-            let var = p.funcs[f].vars[r.below(p.funcs[f].vars.len())].clone();
-            let m = r.range(1, 9);
+            let var = p.funcs[f].vars[lr.below(p.funcs[f].vars.len())].clone();
+            let m = lr.range(1, 9);
             let mut h = s.func(p, &name).unwrap();
-            let _ = h.align_bounds(&var, m, r.range(0, m - 1));
+            let _ = h.align_bounds(&var, m, lr.range(0, m - 1));
         }
     }
-    // Storage layouts: the pure variables in a random order (outputs refuse).
     for f in 0..n {
-        if r.chance(15) {
+        if lr.chance(15) {
             let name = p.funcs[f].name.clone();
             let mut vars = p.funcs[f].vars.clone();
             for k in (1..vars.len()).rev() {
-                vars.swap(k, r.below(k + 1));
+                vars.swap(k, lr.below(k + 1));
             }
             let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
             let mut h = s.func(p, &name).unwrap();

@@ -37,7 +37,10 @@ impl ProcCx<'_> {
                 *wb != b
                     || (*w == buf
                         && widx.len() == idx.len()
-                        && widx.iter().zip(idx).all(|(x, y)| same_expr(x, y)))
+                        && widx
+                            .iter()
+                            .zip(idx)
+                            .all(|(x, y)| weft_ir::alpha::same_expr(x, y)))
             })
         };
         let mut ok = writes.iter().all(|(w, idx, _)| agrees(w, idx));
@@ -78,27 +81,6 @@ fn unit_in(e: &Expr, var: &Sym) -> bool {
         }
         _ => false,
     }
-}
-
-/// Structural equality of expressions, spans aside (false for kinds it does not compare).
-fn same_expr(a: &Expr, b: &Expr) -> bool {
-    use ExprKind as K;
-    let node = match (&a.kind, &b.kind) {
-        (K::Const(x), K::Const(y)) => x == y,
-        (K::Var(x), K::Var(y)) => x == y,
-        (K::Read { buf: x, .. }, K::Read { buf: y, .. }) => x == y,
-        (K::Unary(o, _), K::Unary(p, _)) => o == p,
-        (K::Binary(o, ..), K::Binary(p, ..)) => o == p,
-        (K::Cast(s, _), K::Cast(t, _)) => s == t,
-        (K::Math(f, _), K::Math(g, _)) => f == g,
-        (K::Select(..), K::Select(..)) | (K::DataIndex { .. }, K::DataIndex { .. }) => true,
-        _ => false,
-    };
-    let (xs, ys) = (
-        weft_ir::visit::expr_children(a),
-        weft_ir::visit::expr_children(b),
-    );
-    node && a.ty == b.ty && xs.len() == ys.len() && xs.iter().zip(&ys).all(|(x, y)| same_expr(x, y))
 }
 
 /// A loop of 8 to 64 iterations whose body is only assignments (no loops, conditions, calls or

@@ -251,6 +251,12 @@ pub fn alpha_eq_proc(a: &Proc, b: &Proc) -> bool {
         && al.block(&a.body, &b.body)
 }
 
+/// Whether two expressions are the same expression (same symbols; spans ignored; float
+/// constants compared bit for bit).
+pub fn same_expr(a: &Expr, b: &Expr) -> bool {
+    Alpha::default().expr(a, b)
+}
+
 /// Whether two procs have the same signature: argument kinds and types, then preconditions, equal
 /// up to renaming of the arguments (names, bodies, instruction templates and spans ignored). A
 /// call to one is then a well-formed call to the other.

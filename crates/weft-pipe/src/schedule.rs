@@ -225,6 +225,17 @@ fn exact_after(splits: &[SplitOp], from: usize, var: &str, extent: Option<i64>) 
     true
 }
 
+/// The items of `v` at the positions `at` (distinct), put in that order into the positions they
+/// held (`reorder` of loops, `reorder_storage` of dimensions); the others stay.
+fn place_in_order<T: Clone>(v: &mut [T], at: &[usize]) {
+    let old = v.to_vec();
+    let mut slots = at.to_vec();
+    slots.sort_unstable();
+    for (slot, &from) in slots.iter().zip(at) {
+        v[*slot] = old[from].clone();
+    }
+}
+
 /// The pure variables that appear plainly at their own position on a stage's left-hand side.
 pub fn stage_pure_vars(p: &Pipeline, func: usize, stage: usize) -> Vec<usize> {
     let f = &p.funcs[func];
@@ -565,12 +576,8 @@ impl FuncHandle<'_> {
             at.push(k);
         }
         let dims = self.s.funcs[self.func].stages[self.stage].dims.clone();
-        let mut slots = at.clone();
-        slots.sort_unstable();
         let mut new = dims.clone();
-        for (slot, &from) in slots.iter().zip(&at) {
-            new[*slot] = dims[from].clone();
-        }
+        place_in_order(&mut new, &at);
         let order = |ds: &[Dim]| -> Vec<String> {
             ds.iter()
                 .filter(|x| !x.pure)
@@ -616,14 +623,11 @@ impl FuncHandle<'_> {
             at.push(k);
         }
         let storage = &mut self.s.funcs[self.func].storage;
-        let mut slots: Vec<usize> = at
+        let at: Vec<usize> = at
             .iter()
             .filter_map(|k| storage.iter().position(|x| x == k))
             .collect();
-        slots.sort_unstable();
-        for (slot, k) in slots.into_iter().zip(at) {
-            storage[slot] = k;
-        }
+        place_in_order(storage, &at);
         Ok(self)
     }
 

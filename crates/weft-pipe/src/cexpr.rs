@@ -484,6 +484,28 @@ impl Cond {
         }
     }
 
+    /// An equivalent condition with the `min`/`max` of its comparisons split into conjunctions
+    /// and disjunctions (`a <= min(b, c)` is `a <= b and a <= c`), each part decided where the
+    /// least values of the variables (`least`: sizes are at least 1) settle it. Preconditions of
+    /// clamped reads (`input_min <= max(input_min, ...)`) fold to `true` this way instead of
+    /// reaching the solver as large assumptions. At most `budget` comparisons are split; the
+    /// rest stay as they are.
+    pub fn split_min_max(&self, least: &dyn Fn(VarId) -> Option<i64>, budget: &mut usize) -> Cond {
+        match self {
+            Cond::Le0(e) => split_le0(e, least, budget),
+            Cond::And(a, b) => Cond::and(
+                a.split_min_max(least, budget),
+                b.split_min_max(least, budget),
+            ),
+            Cond::Or(a, b) => Cond::or(
+                a.split_min_max(least, budget),
+                b.split_min_max(least, budget),
+            ),
+            Cond::Not(a) => Cond::not(a.split_min_max(least, budget)),
+            other => other.clone(),
+        }
+    }
+
     pub fn eval(&self, env: &dyn Fn(VarId) -> i64) -> bool {
         match self {
             Cond::Const(b) => *b,
@@ -493,6 +515,66 @@ impl Cond {
             Cond::Or(a, b) => a.eval(env) || b.eval(env),
             Cond::Not(a) => !a.eval(env),
         }
+    }
+}
+
+/// `e <= 0`, split at its `min`/`max` atoms of unit coefficient (see [`Cond::split_min_max`]).
+fn split_le0(e: &Lin, least: &dyn Fn(VarId) -> Option<i64>, budget: &mut usize) -> Cond {
+    // Decided by the variables' least values: every variable with a negative coefficient and a
+    // least value gives `e` its greatest value; with a positive one, its least.
+    let mut most = Some(e.k);
+    let mut fewest = Some(e.k);
+    for (a, c) in &e.terms {
+        let l = match a {
+            Atom::Var(v) => least(*v),
+            _ => None,
+        };
+        let t = l.and_then(|l| l.checked_mul(*c));
+        if *c < 0 {
+            most = most.zip(t).and_then(|(m, t)| m.checked_add(t));
+            fewest = None;
+        } else {
+            fewest = fewest.zip(t).and_then(|(m, t)| m.checked_add(t));
+            most = None;
+        }
+    }
+    if most.is_some_and(|m| m <= 0) {
+        return Cond::Const(true);
+    }
+    if fewest.is_some_and(|m| m > 0) {
+        return Cond::Const(false);
+    }
+    if *budget == 0 {
+        return Cond::Le0(e.clone());
+    }
+    let split = e.terms.iter().enumerate().find_map(|(i, (a, c))| match a {
+        Atom::Min(x, y) | Atom::Max(x, y) if c.abs() == 1 => Some((i, a, x, y, *c)),
+        _ => None,
+    });
+    let Some((i, a, x, y, c)) = split else {
+        return Cond::Le0(e.clone());
+    };
+    *budget -= 1;
+    let mut rest = e.clone();
+    rest.terms.remove(i);
+    let (l, r) = (rest.add(&x.scale(c)), rest.add(&y.scale(c)));
+    let side = |s: &Lin, budget: &mut usize| match s.as_const() {
+        Some(v) => Cond::Const(v <= 0),
+        None => split_le0(s, least, budget),
+    };
+    // `r + min(x, y) <= 0` holds when either side does; `r - min(x, y) <= 0` when both do.
+    let both = matches!((a, c), (Atom::Min(..), -1) | (Atom::Max(..), 1));
+    let l = side(&l, budget);
+    if both {
+        if l == Cond::Const(false) {
+            return l;
+        }
+        Cond::and(l, side(&r, budget))
+    } else {
+        if l == Cond::Const(true) {
+            return l;
+        }
+        Cond::or(l, side(&r, budget))
     }
 }
 
@@ -619,6 +701,42 @@ mod tests {
         let f = Lin::var(1);
         assert_eq!(f.rem(5).add(&f.div(5).scale(5)).add_k(2), f.add_k(2));
         assert_eq!(t.scale(8).add_k(13).rem(8), Lin::konst(5));
+    }
+
+    #[test]
+    fn min_max_comparisons_split_exactly() {
+        // A clamped read's precondition: lo <= max(lo, min(lo + n - 1, x)) holds for any x.
+        let (lo, n, x) = (Lin::var(0), Lin::var(1), Lin::var(2));
+        let clamped = lo.max_with(&lo.add(&n).add_k(-1).min_with(&x));
+        let least = |v: VarId| (v == 1).then_some(1);
+        let c = Cond::le(&lo, &clamped);
+        assert!(
+            matches!(c, Cond::Le0(_)),
+            "the constructor alone cannot decide it"
+        );
+        assert_eq!(c.split_min_max(&least, &mut 64), Cond::Const(true));
+        // lo <= min(lo + n - 1, x) needs n >= 1 and lo <= x: what stays is lo <= x.
+        let c = Cond::le(&lo, &lo.add(&n).add_k(-1).min_with(&x));
+        assert_eq!(c.split_min_max(&least, &mut 64), Cond::le(&lo, &x));
+        // The split is an equivalence: both forms agree on every point of a grid.
+        let y = Lin::var(3);
+        let e = x.scale(2).min_with(&y.add_k(-3)).max_with(&x.sub(&y));
+        let forms = [
+            Cond::le(&e, &lo),
+            Cond::le(&lo, &e.scale(-3)),
+            Cond::lt(&e, &n.min_with(&lo)),
+        ];
+        for c in forms {
+            let split = c.split_min_max(&|_| None, &mut 64);
+            for p in 0..6i64.pow(4) {
+                let v = [p % 6 - 3, p / 6 % 6 + 1, p / 36 % 6 - 3, p / 216 % 6 - 3];
+                let env = |k: VarId| v[k as usize];
+                assert_eq!(c.eval(&env), split.eval(&env), "{c:?} at {v:?}");
+            }
+        }
+        // With no budget nothing is split.
+        let c = Cond::le(&lo, &clamped);
+        assert_eq!(c.split_min_max(&least, &mut 0), c);
     }
 
     #[test]

@@ -493,6 +493,17 @@ fn arguments(p: &Pipeline, x: &Inputs) -> Vec<ArgValue> {
 /// Run a lowered proc in the interpreter: the outputs, or the precondition that stopped it.
 fn execute(proc: &Proc, p: &Pipeline, x: &Inputs) -> Result<Vec<Buffer>, String> {
     let mut args = arguments(p, x);
+    let before = args.len();
+    let ints: Vec<Option<i64>> = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Int(v) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let derived = weft_pipe::lower::derived_args_at(proc, &ints)
+        .unwrap_or_else(|e| panic!("derived arguments: {e}\n{proc}"));
+    args.extend(derived.into_iter().map(ArgValue::Int));
     if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
         assert!(
             e.message.contains("precondition"),
@@ -501,7 +512,7 @@ fn execute(proc: &Proc, p: &Pipeline, x: &Inputs) -> Result<Vec<Buffer>, String>
         return Err(e.message);
     }
     let per = 2 * x.window.len() + 1;
-    let first = args.len() - per * p.outputs.len();
+    let first = before - per * p.outputs.len();
     Ok((0..p.outputs.len())
         .map(|k| args[first + k * per + per - 1].as_buffer().unwrap().clone())
         .collect())
@@ -562,6 +573,15 @@ fn compiled_agrees(proc: &Arc<Proc>, p: &Pipeline, x: &Inputs, want: &[Buffer]) 
         }
         args.push(Arg::Buf(BufArg::new(out, &wshape)));
     }
+    let controls: Vec<Option<i64>> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Int(v) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let derived = weft_pipe::lower::derived_args_at(proc, &controls).expect("derived arguments");
+    args.extend(derived.into_iter().map(Arg::Int));
     kernel.call(&mut args).expect("runs");
     for (k, out) in outs.iter().enumerate() {
         let w = ints(&want[k]);

@@ -392,6 +392,7 @@ pub fn realize(
             args.extend(c.iter().map(|&v| weft_jit::Arg::Int(v)));
             args.push(data.as_arg(shape));
         }
+        push_derived(&lp.proc, &mut args)?;
         let t = std::time::Instant::now();
         kernel
             .call(&mut args)
@@ -569,6 +570,22 @@ pub fn write_png(
             "error: PNG output needs a u8 or u16 output of 2 dimensions (or 3 with 1 or 3 channels)",
         )),
     }
+}
+
+/// Append to `args` (a lowered pipeline's arguments up to its outputs') the derived arguments
+/// of `proc` (the named ends of its root funcs' regions, [`weft_pipe::lower::derived_args`]).
+pub fn push_derived(proc: &Proc, args: &mut Vec<weft_jit::Arg>) -> Result<(), Error> {
+    let ints: Vec<Option<i64>> = args
+        .iter()
+        .map(|a| match a {
+            weft_jit::Arg::Int(v) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let derived = weft_pipe::lower::derived_args_at(proc, &ints)
+        .map_err(|e| Error::message(format!("error: {e}")))?;
+    args.extend(derived.into_iter().map(weft_jit::Arg::Int));
+    Ok(())
 }
 
 /// A pipeline compiled by [`compile`].

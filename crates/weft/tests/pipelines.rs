@@ -190,6 +190,7 @@ fn compiled_pipelines_are_cached() {
             weft::jit::Arg::Int(8),
             weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[8])),
         ];
+        weft::pipeline::push_derived(&first.proc, &mut args).unwrap();
         k.call(&mut args).unwrap();
         out
     };
@@ -281,6 +282,7 @@ fn cache_hits_of_literal_arithmetic_are_the_same_proc() {
                 weft::jit::Arg::Int(8),
                 weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[8])),
             ];
+            weft::pipeline::push_derived(&first.proc, &mut args).unwrap();
             m.kernel("fc").unwrap().call(&mut args).unwrap();
             out
         };
@@ -356,4 +358,78 @@ fn an_input_that_is_not_read_is_still_passed() {
         weft::pipeline::check_against_reference(&lp, &[], &r).unwrap(),
         16
     );
+}
+
+/// A pyramid's region bounds nest every coarser level's quotients and clamps; lowering binds the
+/// large ones to derived arguments (each stated equal to its definition by a precondition), so
+/// the checker's proofs stay small. Before, six levels of this pyramid left the solver
+/// undecided. The derived arguments are computed by `realize`; wrong values stop at the
+/// precondition, never read out of bounds.
+#[test]
+fn pyramid_bounds_are_derived_arguments() {
+    let levels = 7;
+    let mut src = String::from(
+        "pipeline pyramid(input: f32[2]) -> out {\n    clamped = repeat_edge(input);\n    d0(x, y): f32 = clamped(x, y);\n",
+    );
+    for l in 1..levels {
+        let p = l - 1;
+        src += &format!(
+            "    d{l}(x, y): f32 = d{p}(2 * x - 1, 2 * y) + d{p}(2 * x, 2 * y + 1) + d{p}(clamp(2 * x + 1, 0, input.extent(0) / 4), 2 * y);\n"
+        );
+    }
+    src += &format!("    u{}(x, y): f32 = d{}(x, y);\n", levels - 1, levels - 1);
+    for l in (0..levels - 1).rev() {
+        let n = l + 1;
+        src += &format!(
+            "    u{l}(x, y): f32 = d{l}(x, y) + u{n}(x / 2, y / 2) + u{n}((x + 1) / 2, (y + 1) / 2);\n"
+        );
+    }
+    src += "    out(x, y): f32 = u0(x, y);\n}\nschedule pyramid_root = pyramid {\n";
+    for l in 1..levels {
+        src += &format!("    d{l}.compute_root();\n    u{l}.compute_root();\n");
+    }
+    src += "}\n";
+    let program = weft::load_str("pyramid.weft", &src).unwrap();
+    let lp = weft::pipeline::lower(&program, "pyramid_root").unwrap_or_else(|e| panic!("{e}"));
+    let proc = &lp.proc;
+    let last_buf = proc.args.iter().rposition(|a| a.buf().is_some()).unwrap();
+    let derived: Vec<&str> = proc.args[last_buf + 1..]
+        .iter()
+        .map(|a| a.sym.name())
+        .collect();
+    assert!(!derived.is_empty(), "no derived arguments:\n{proc}");
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    for window in [
+        vec![(0, 45), (0, 23)],
+        vec![(-9, 1), (5, 1)],
+        vec![(3, 64), (-2, 7)],
+    ] {
+        let r = weft::pipeline::realize(&lp, &jit, &window, &[], vec![], 1).unwrap();
+        let n = weft::pipeline::check_against_reference(&lp, &[], &r).unwrap();
+        assert_eq!(n, (window[0].1 * window[1].1) as usize);
+    }
+    // A wrong derived value is refused at the entry, by the precondition that defines it.
+    let module = jit.compile(std::slice::from_ref(proc)).unwrap();
+    let kernel = module.kernel(&proc.name).unwrap();
+    let mut input = vec![0f32; 64 * 64];
+    let mut out = vec![0f32; 16 * 16];
+    let mut args = vec![
+        weft::jit::Arg::Int(-24),
+        weft::jit::Arg::Int(64),
+        weft::jit::Arg::Int(-24),
+        weft::jit::Arg::Int(64),
+        weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut input, &[64, 64])),
+        weft::jit::Arg::Int(0),
+        weft::jit::Arg::Int(16),
+        weft::jit::Arg::Int(0),
+        weft::jit::Arg::Int(16),
+        weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[16, 16])),
+    ];
+    weft::pipeline::push_derived(proc, &mut args).unwrap();
+    let weft::jit::Arg::Int(v) = args[last_buf + 1] else {
+        panic!("a derived argument is an integer")
+    };
+    args[last_buf + 1] = weft::jit::Arg::Int(v - 1);
+    let err = kernel.call(&mut args).unwrap_err().to_string();
+    assert!(err.contains("precondition"), "{err}");
 }

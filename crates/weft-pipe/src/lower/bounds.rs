@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// Region ends of root funcs larger than this (in nodes) are bound to names.
+const NAMED_SIZE: usize = 24;
+
 impl Lower<'_> {
     /// A coordinate expression of stage `ctx = (func, stage)` as a control expression; `None`
     /// for startup expressions (literals and parameters only).
@@ -431,6 +434,9 @@ impl Lower<'_> {
             region[a.dim] = (block(lo), block(hi).add_k(m - 1));
         }
         self.slide(f, &mut region);
+        if site == Site::Root && window.is_none() {
+            self.name_region(f, &mut region);
+        }
         // Stage regions, the last first: a stage covers what later stages read or write of f.
         let nstages = self.funcs[f].stages.len();
         let mut stage_region = region.clone();
@@ -526,6 +532,46 @@ impl Lower<'_> {
         let first = Cond::eq(&Lin::var(v), &st.vars[lv].min);
         let fresh = lo.max_with(&self.expand_defs(&hi).add_k(1 - b));
         region[k].0 = Lin::select(&first, &lo, &fresh);
+    }
+
+    /// Bind the non-linear ends of root func `f`'s region to names (derived arguments of the
+    /// proc, see `finish`), so that the regions of its producers, inferred from it, mention the
+    /// names instead of their expansions. A pyramid's levels otherwise nest every consumer's
+    /// `min`/`max`/quotients into each producer's bounds, which grow with the depth and drown
+    /// the checker's solver (interpolate, local_laplacian); preconditions over the names stay
+    /// small too.
+    fn name_region(&mut self, f: usize, region: &mut [(Lin, Lin)]) {
+        // Small ends stay expressions: the solver relates them to the window directly, and
+        // names cost it a variable and an equation each.
+        let small = |e: &Lin| {
+            e.size() <= NAMED_SIZE || e.terms.iter().all(|(a, _)| matches!(a, Atom::Var(_)))
+        };
+        for (d, (lo, hi)) in region.iter_mut().enumerate() {
+            for (end, e) in [("min", lo), ("max", hi)] {
+                if small(e) {
+                    continue;
+                }
+                let func = &self.p.funcs[f];
+                let sym = Sym::new(format!("{}_{}_{end}", func.name, func.vars[d]));
+                let v = self.new_var(sym);
+                self.named.push((v, e.clone()));
+                *e = Lin::var(v);
+            }
+        }
+    }
+
+    /// `e` with the names of region ends replaced by their definitions, over the pipeline's own
+    /// arguments only (for reported regions).
+    pub(super) fn unname(&self, e: &Lin) -> Lin {
+        let mut e = e.clone();
+        for (v, def) in self.named.iter().rev() {
+            let mut vars = Vec::new();
+            e.vars(&mut vars);
+            if vars.contains(v) {
+                e = e.subst(&|u| (u == *v).then(|| def.clone()));
+            }
+        }
+        e
     }
 
     /// Relax `hull` (over `f`'s compute level) further over the loops between `outer` and

@@ -5,21 +5,52 @@ use super::*;
 
 impl Lower<'_> {
     pub(super) fn finish(mut self) -> Res<Lowered> {
-        let body = self.emit_site(Site::Root, &HashMap::new())?;
+        let none = HashMap::new();
+        // Named region ends are arguments after the outputs, each stated equal to its
+        // definition by a precondition (over the arguments before it) that the entry checks.
+        let named: HashSet<VarId> = self.named.iter().map(|(v, _)| *v).collect();
+        let mut taken: HashSet<String> = (0..self.syms.len() as VarId)
+            .filter(|v| !named.contains(v))
+            .map(|v| self.syms[v as usize].name().to_string())
+            .collect();
+        let mut equalities = Vec::new();
+        for (v, def) in self.named.clone() {
+            let base = self.syms[v as usize].name().to_string();
+            let mut name = base.clone();
+            let mut k = 1;
+            while !taken.insert(name.clone()) {
+                name = format!("{base}_{k}");
+                k += 1;
+            }
+            let arg = self.pb.index(&name);
+            if let weft_ir::ExprKind::Var(sym) = arg.kind() {
+                self.syms[v as usize] = sym.clone();
+            }
+            let def = self.lin_expr(&def, &none)?;
+            equalities.push(arg.eq_(def));
+        }
+        for e in equalities {
+            self.pb.assert(e);
+        }
+        let body = self.emit_site(Site::Root, &none)?;
         let found = self.data_preconds.take();
         self.preconds.extend(found);
         let mut seen = HashSet::new();
         for c in std::mem::take(&mut self.preconds) {
+            let least = |v: VarId| self.sizes.contains(&v).then_some(1);
+            let c = c.split_min_max(&least, &mut 64);
             if c == Cond::Const(true) || !seen.insert(c.clone()) {
                 continue;
             }
             let e = self.cond_expr(&c, &HashMap::new())?;
             self.pb.assert(e);
         }
-        let none = HashMap::new();
         let exprs = |this: &Self, r: &[(Lin, Lin)]| -> Res<Vec<(IExpr, IExpr)>> {
             r.iter()
-                .map(|(lo, hi)| Ok((this.lin_expr(lo, &none)?, this.lin_expr(hi, &none)?)))
+                .map(|(lo, hi)| {
+                    let (lo, hi) = (this.unname(lo), this.unname(hi));
+                    Ok((this.lin_expr(&lo, &none)?, this.lin_expr(&hi, &none)?))
+                })
                 .collect()
         };
         let mut regions = Vec::new();
@@ -566,6 +597,52 @@ fn literal(s: Scalar) -> IExpr {
             IExpr::int(other.as_i128().unwrap_or(0) as i64),
         ),
     }
+}
+
+/// The values of a lowered proc's derived arguments (the named ends of root funcs' regions,
+/// the `index` arguments after the last buffer), each computed from its precondition
+/// `name == definition` in order, the arguments before it given by `given` (by name). An error
+/// names an argument that cannot be computed (its value overflows, or one it needs is not given).
+pub fn derived_args(proc: &Proc, given: &dyn Fn(&str) -> Option<i64>) -> Result<Vec<i64>, String> {
+    use weft_ir::ExprKind;
+    let last_buf = proc.args.iter().rposition(|a| a.buf().is_some());
+    let first = last_buf.map_or(0, |k| k + 1);
+    let mut known: Vec<(String, i64)> = Vec::new();
+    for a in &proc.args[first..] {
+        let name = a.sym.name();
+        let def = proc.preds.iter().find_map(|p| match p.kind() {
+            ExprKind::Binary(BinOp::Eq, l, r) => match l.kind() {
+                ExprKind::Var(s) if s == &a.sym => Some(r),
+                _ => None,
+            },
+            _ => None,
+        });
+        let env = |n: &str| {
+            known
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|&(_, v)| v)
+                .or_else(|| given(n))
+        };
+        let v = def.and_then(|d| eval_control(d, &env)).ok_or_else(|| {
+            format!("the region bound `{name}` cannot be computed for these arguments")
+        })?;
+        known.push((name.to_string(), v));
+    }
+    Ok(known.into_iter().map(|(_, v)| v).collect())
+}
+
+/// [`derived_args`] with the arguments before them given by position: `ints[k]` is the value of
+/// argument `k` when it is a control value.
+pub fn derived_args_at(proc: &Proc, ints: &[Option<i64>]) -> Result<Vec<i64>, String> {
+    let given = |n: &str| {
+        proc.args
+            .iter()
+            .zip(ints)
+            .find(|(a, _)| a.sym.name() == n)
+            .and_then(|(_, v)| *v)
+    };
+    derived_args(proc, &given)
 }
 
 /// The value of a control expression of a lowered proc (a region bound, a precondition's side)

@@ -34,7 +34,7 @@ mod data_index;
 mod emit;
 mod partition;
 
-pub use emit::eval_control;
+pub use emit::{derived_args, derived_args_at, eval_control};
 
 /// The lowered proc and the regions bounds inference found.
 pub struct Lowered {
@@ -210,6 +210,11 @@ struct Lower<'a> {
     engine: Engine,
     /// What is read of each input (filled by bounds inference).
     input_regions: Vec<Vec<(Lin, Lin)>>,
+    /// Region ends of root funcs bound to names (see `Lower::name_region`), in the order they
+    /// were made: each definition mentions only arguments and earlier names.
+    named: Vec<(VarId, Lin)>,
+    /// The arguments that are sizes (at least 1).
+    sizes: HashSet<VarId>,
 }
 
 impl<'a> Lower<'a> {
@@ -233,6 +238,8 @@ impl<'a> Lower<'a> {
             fits: HashSet::new(),
             engine: Engine::Tight,
             input_regions: Vec::new(),
+            named: Vec::new(),
+            sizes: HashSet::new(),
         }
     }
 
@@ -248,7 +255,13 @@ impl<'a> Lower<'a> {
             self.pb.index(name)
         };
         match e.kind() {
-            weft_ir::ExprKind::Var(s) => self.new_var(s.clone()),
+            weft_ir::ExprKind::Var(s) => {
+                let v = self.new_var(s.clone());
+                if size {
+                    self.sizes.insert(v);
+                }
+                v
+            }
             _ => unreachable!("an argument is a variable"),
         }
     }

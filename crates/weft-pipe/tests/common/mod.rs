@@ -121,6 +121,8 @@ pub fn run_proc(
         let shape = window.iter().rev().map(|r| r.1 as usize).collect();
         args.push(ArgValue::Buf(Buffer::new_uninit(p.funcs[o].ty, shape)));
     }
+    push_derived(proc, &mut args);
+    let derived = args.len() - args_before_derived(proc);
     let reference_args = Args {
         params: params.to_vec(),
         inputs,
@@ -131,7 +133,7 @@ pub fn run_proc(
         }
         panic!("the lowered proc failed: {e}\n{proc}");
     }
-    let mut at = args.len();
+    let mut at = args.len() - derived;
     for &o in p.outputs.iter().rev() {
         at -= 2 * window.len() + 1;
         let got = args[at + 2 * window.len()].as_buffer().unwrap().clone();
@@ -149,6 +151,28 @@ pub fn run_proc(
         }
     }
     Outcome::Matched
+}
+
+/// Append a lowered proc's derived arguments (named region ends) to `args`.
+pub fn push_derived(proc: &weft_ir::Proc, args: &mut Vec<ArgValue>) {
+    let ints: Vec<Option<i64>> = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Int(v) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let derived = weft_pipe::lower::derived_args_at(proc, &ints)
+        .unwrap_or_else(|e| panic!("derived arguments: {e}\n{proc}"));
+    args.extend(derived.into_iter().map(ArgValue::Int));
+}
+
+/// The number of a lowered proc's arguments before its derived ones.
+pub fn args_before_derived(proc: &weft_ir::Proc) -> usize {
+    proc.args
+        .iter()
+        .rposition(|a| a.buf().is_some())
+        .map_or(0, |k| k + 1)
 }
 
 /// The value of a control expression with its variables named in `env`.

@@ -337,7 +337,7 @@ fn main() -> Result<(), String> {
         if compiled.cached || !again.cached {
             return Err("the pipeline cache did not behave".into());
         }
-        let module = compiled.module;
+        let (module, lowered_proc) = (compiled.module, compiled.proc);
         let kernel = module.kernel(&sched).map_err(|e| e.to_string())?;
         let (w, h) = size;
         let (mut input, in_shape) = input_data(&app, size);
@@ -371,6 +371,8 @@ fn main() -> Result<(), String> {
                     args.push(Arg::Int(e as i64));
                 }
                 args.push(out.arg(&out_shape));
+                weft::pipeline::push_derived(&lowered_proc, &mut args)
+                    .map_err(|e| e.to_string())?;
                 kernel.call(&mut args).map_err(|e| e.to_string())?;
                 Ok(t.elapsed())
             };

@@ -4,8 +4,10 @@
 //! The proc realizes every output on a window given at run time. Its arguments, in order: each
 //! `i32` parameter as an `index` (other parameters as rank-0 buffers); for each input, the min
 //! (`index`) and extent (`size`) of every dimension, then the buffer; for each output, the same
-//! for its window, then the buffer. Buffers are row-major with the first pipeline dimension
-//! innermost, so `f(x, y)` is `f[y - y_min, x - x_min]`.
+//! for its window, then the buffer; last, the derived arguments (large region ends of root
+//! funcs, each defined by a precondition `name == definition`, see `bounds::name_region`).
+//! Buffers are row-major with the first pipeline dimension innermost, so `f(x, y)` is
+//! `f[y - y_min, x - x_min]`.
 //!
 //! How: every func that is not inlined gets a loop nest per stage (Fig. 9, reshaped by its
 //! stage's splits, fuses and order), placed at its compute level, with its buffer at its store

@@ -91,6 +91,15 @@ fn apps() -> Vec<App> {
             params: &[10],
             peer_params: &["r_sigma=0.1"],
         },
+        App {
+            name: "interpolate",
+            border: 0,
+            pad: 0,
+            input: f32s(Some(4)),
+            output: f32s(Some(3)),
+            params: &[],
+            peer_params: &[],
+        },
     ]
 }
 

@@ -441,6 +441,7 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
                         | "fuse"
                         | "bounds"
                         | "bounds-size"
+                        | "inline-size"
                         | "bound"
                         | "affine"
                 ),
@@ -501,7 +502,7 @@ fn execute(proc: &Proc, p: &Pipeline, x: &Inputs) -> Result<Vec<Buffer>, String>
             _ => None,
         })
         .collect();
-    let derived = weft_pipe::lower::derived_args_at(proc, &ints)
+    let derived = weft_pipe::lower::derived_args(proc, &ints)
         .unwrap_or_else(|e| panic!("derived arguments: {e}\n{proc}"));
     args.extend(derived.into_iter().map(ArgValue::Int));
     if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
@@ -580,7 +581,7 @@ fn compiled_agrees(proc: &Arc<Proc>, p: &Pipeline, x: &Inputs, want: &[Buffer]) 
             _ => None,
         })
         .collect();
-    let derived = weft_pipe::lower::derived_args_at(proc, &controls).expect("derived arguments");
+    let derived = weft_pipe::lower::derived_args(proc, &controls).expect("derived arguments");
     args.extend(derived.into_iter().map(Arg::Int));
     kernel.call(&mut args).expect("runs");
     for (k, out) in outs.iter().enumerate() {

@@ -582,7 +582,7 @@ pub fn push_derived(proc: &Proc, args: &mut Vec<weft_jit::Arg>) -> Result<(), Er
             _ => None,
         })
         .collect();
-    let derived = weft_pipe::lower::derived_args_at(proc, &ints)
+    let derived = weft_pipe::lower::derived_args(proc, &ints)
         .map_err(|e| Error::message(format!("error: {e}")))?;
     args.extend(derived.into_iter().map(weft_jit::Arg::Int));
     Ok(())

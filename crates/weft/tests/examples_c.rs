@@ -245,7 +245,13 @@ fn realize_line_sizes(program: &weft::Program, text: &str) -> Vec<(String, HashM
             }
         }
         // The proc's derived arguments (named region ends) from the others.
-        let derived = weft::pipe::lower::derived_args(&lp.proc, &|n| sizes.get(n).copied())
+        let ints: Vec<Option<i64>> = lp
+            .proc
+            .args
+            .iter()
+            .map(|a| sizes.get(a.sym.name()).copied())
+            .collect();
+        let derived = weft::pipe::lower::derived_args(&lp.proc, &ints)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let first = lp.proc.args.len() - derived.len();
         for (a, v) in lp.proc.args[first..].iter().zip(derived) {

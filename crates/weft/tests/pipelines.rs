@@ -433,3 +433,56 @@ fn pyramid_bounds_are_derived_arguments() {
     let err = kernel.call(&mut args).unwrap_err().to_string();
     assert!(err.contains("precondition"), "{err}");
 }
+
+/// Review: derived arguments were computed by looking arguments up by name, and a parameter
+/// named like a generated argument (`input_0_extent`, an input's extent) took its place: a valid
+/// call was refused, or computed from the parameter's value. They are told apart by symbol.
+#[test]
+fn derived_arguments_tell_a_parameter_from_a_generated_name() {
+    let src = "pipeline pyr(input_0_extent: i32, input: f32[2]) -> out {
+        c = repeat_edge(input);
+        d1(x, y): f32 = c(2 * x - 1, y) + c(2 * x + 1, y) + f32(input_0_extent);
+        d2(x, y): f32 = d1(clamp(2 * x + 1, 0, input.extent(0) / 4), y) + d1(clamp(2 * x - 1, 0, input.extent(0) / 4), y);
+        d3(x, y): f32 = d2(clamp(x / 2, 0, input.extent(0) / 8), y) + d2(clamp((x + 1) / 2, 0, input.extent(0) / 8), y);
+        out(x, y): f32 = d3(x / 2, y) + d3((x + 1) / 2, y);
+    }
+    schedule s1 = pyr { d1.compute_root(); d2.compute_root(); d3.compute_root(); }";
+    let program = weft::load_str("pyr.weft", src).unwrap();
+    let lp = weft::pipeline::lower(&program, "s1").unwrap_or_else(|e| panic!("{e}"));
+    let last_buf = lp
+        .proc
+        .args
+        .iter()
+        .rposition(|a| a.buf().is_some())
+        .unwrap();
+    assert!(
+        last_buf + 1 < lp.proc.args.len(),
+        "no derived arguments:\n{}",
+        lp.proc
+    );
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    for k in [3, -40, 17] {
+        let params = [("input_0_extent".to_string(), weft::interp::Scalar::I32(k))];
+        let window = vec![(0, 17), (0, 5)];
+        let r = weft::pipeline::realize(&lp, &jit, &window, &params, vec![], 1)
+            .unwrap_or_else(|e| panic!("k = {k}: {e}"));
+        let n = weft::pipeline::check_against_reference(&lp, &params, &r).unwrap();
+        assert_eq!(n, 85);
+    }
+}
+
+/// A pyramid left inline (Halide's default) would nest every level's taps into one expression
+/// of billions of nodes: lowering stops at a size limit with the rule `inline-size`, and
+/// `weft lower` still prints the scheduled proc (before the limit it ran for minutes).
+#[test]
+fn a_pyramid_left_inline_stops_at_the_size_limit() {
+    let path = format!("{}/../../examples/halide_apps.weft", env!("CARGO_MANIFEST_DIR"));
+    let o = weft(&["lower", &path, "interpolate_fast"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("// not lowered:") && t.contains("inline-size"), "{t}");
+    assert!(t.contains("proc interpolate_fast("), "{t}");
+    let program = weft::load(Path::new(&path)).unwrap();
+    let err = weft::pipeline::lower(&program, "interpolate").err().unwrap();
+    assert!(err.to_string().contains("inline-size"), "{err}");
+}

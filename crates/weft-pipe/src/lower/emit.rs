@@ -600,16 +600,19 @@ fn literal(s: Scalar) -> IExpr {
 }
 
 /// The values of a lowered proc's derived arguments (the named ends of root funcs' regions,
-/// the `index` arguments after the last buffer), each computed from its precondition
-/// `name == definition` in order, the arguments before it given by `given` (by name). An error
-/// names an argument that cannot be computed (its value overflows, or one it needs is not given).
-pub fn derived_args(proc: &Proc, given: &dyn Fn(&str) -> Option<i64>) -> Result<Vec<i64>, String> {
+/// the `index` arguments after the last buffer), each computed in order from its precondition
+/// `name == definition`. `ints[k]` is the value of argument `k` when it is a control value;
+/// arguments are told apart by symbol, not by name (a parameter may share a generated name).
+/// An error names an argument that cannot be computed (its value overflows, or one it needs is
+/// not given).
+pub fn derived_args(proc: &Proc, ints: &[Option<i64>]) -> Result<Vec<i64>, String> {
     use weft_ir::ExprKind;
     let last_buf = proc.args.iter().rposition(|a| a.buf().is_some());
     let first = last_buf.map_or(0, |k| k + 1);
-    let mut known: Vec<(String, i64)> = Vec::new();
-    for a in &proc.args[first..] {
-        let name = a.sym.name();
+    let mut values: Vec<Option<i64>> = ints.to_vec();
+    values.resize(proc.args.len(), None);
+    for k in first..proc.args.len() {
+        let a = &proc.args[k];
         let def = proc.preds.iter().find_map(|p| match p.kind() {
             ExprKind::Binary(BinOp::Eq, l, r) => match l.kind() {
                 ExprKind::Var(s) if s == &a.sym => Some(r),
@@ -617,43 +620,36 @@ pub fn derived_args(proc: &Proc, given: &dyn Fn(&str) -> Option<i64>) -> Result<
             },
             _ => None,
         });
-        let env = |n: &str| {
-            known
-                .iter()
-                .find(|(k, _)| k == n)
-                .map(|&(_, v)| v)
-                .or_else(|| given(n))
+        let env = |s: &Sym| {
+            let at = proc.args.iter().position(|b| &b.sym == s)?;
+            values[at]
         };
-        let v = def.and_then(|d| eval_control(d, &env)).ok_or_else(|| {
-            format!("the region bound `{name}` cannot be computed for these arguments")
+        let v = def.and_then(|d| eval_control_by(d, &env)).ok_or_else(|| {
+            format!(
+                "the region bound `{}` cannot be computed for these arguments",
+                a.sym.name()
+            )
         })?;
-        known.push((name.to_string(), v));
+        values[k] = Some(v);
     }
-    Ok(known.into_iter().map(|(_, v)| v).collect())
-}
-
-/// [`derived_args`] with the arguments before them given by position: `ints[k]` is the value of
-/// argument `k` when it is a control value.
-pub fn derived_args_at(proc: &Proc, ints: &[Option<i64>]) -> Result<Vec<i64>, String> {
-    let given = |n: &str| {
-        proc.args
-            .iter()
-            .zip(ints)
-            .find(|(a, _)| a.sym.name() == n)
-            .and_then(|(_, v)| *v)
-    };
-    derived_args(proc, &given)
+    Ok(values[first..].iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// The value of a control expression of a lowered proc (a region bound, a precondition's side)
 /// with its variables given by name; `None` when a variable has no value or the expression is
 /// not control arithmetic.
 pub fn eval_control(e: &IExpr, env: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+    eval_control_by(e, &|s| env(s.name()))
+}
+
+/// [`eval_control`] with variables given by symbol.
+fn eval_control_by(e: &IExpr, env: &dyn Fn(&Sym) -> Option<i64>) -> Option<i64> {
     use weft_ir::ExprKind;
+    let eval_control = eval_control_by;
     Some(match e.kind() {
         ExprKind::Const(Const::Int(v)) => *v,
         ExprKind::Const(Const::Bool(b)) => *b as i64,
-        ExprKind::Var(s) => env(s.name())?,
+        ExprKind::Var(s) => env(s)?,
         ExprKind::Unary(UnOp::Neg, a) => eval_control(a, env)?.checked_neg()?,
         ExprKind::Unary(_, a) => (eval_control(a, env)? == 0) as i64,
         ExprKind::Select(c, a, b) => {

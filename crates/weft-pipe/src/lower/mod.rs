@@ -36,7 +36,7 @@ mod data_index;
 mod emit;
 mod partition;
 
-pub use emit::{derived_args, derived_args_at, eval_control};
+pub use emit::{derived_args, eval_control};
 
 /// The lowered proc and the regions bounds inference found.
 pub struct Lowered {
@@ -212,6 +212,8 @@ struct Lower<'a> {
     engine: Engine,
     /// What is read of each input (filled by bounds inference).
     input_regions: Vec<Vec<(Lin, Lin)>>,
+    /// Expression nodes inlining has made, and the func whose inlining passed the limit.
+    inlined: std::cell::Cell<(usize, Option<usize>)>,
     /// Region ends of root funcs bound to names (see `Lower::name_region`), in the order they
     /// were made: each definition mentions only arguments and earlier names.
     named: Vec<(VarId, Lin)>,
@@ -242,6 +244,7 @@ impl<'a> Lower<'a> {
             input_regions: Vec::new(),
             named: Vec::new(),
             sizes: HashSet::new(),
+            inlined: Default::default(),
         }
     }
 
@@ -271,6 +274,15 @@ impl<'a> Lower<'a> {
     fn run(mut self) -> Res<Lowered> {
         self.arguments();
         self.structure()?;
+        if let (_, Some(g)) = self.inlined.get() {
+            return Err(fail(
+                "inline-size",
+                format!(
+                    "inlining `{}` into its consumers makes expressions of more than {INLINE_LIMIT} nodes (funcs are inlined unless scheduled, as in Halide); compute it at the root or at a loop level (compute_root, compute_at)",
+                    self.p.funcs[g].name
+                ),
+            ));
+        }
         self.sites()?;
         self.bounds()?;
         self.finish()
@@ -518,12 +530,27 @@ impl<'a> Lower<'a> {
 
     /// `e` with every call of an inlined func replaced by its definition.
     fn expand_inline(&self, e: &Expr) -> Expr {
+        if self.inlined.get().1.is_some() {
+            // Past the limit: lowering fails (see `run`).
+            return Expr::Lit(Scalar::I32(0));
+        }
         match e {
             Expr::Call(Callee::Func(g), args)
                 if self.s.funcs[*g].compute == Level::Inline && !self.p.outputs.contains(g) =>
             {
                 let args: Vec<Expr> = args.iter().map(|a| self.expand_inline(a)).collect();
                 let body = self.expand_inline(&self.p.funcs[*g].pure);
+                // Inlined funcs nest (a pyramid left inline reads every level 9 times per
+                // point of the next): count what the substitution would make, and stop once
+                // the total passes the limit, before building it.
+                let (used, over) = self.inlined.get();
+                let sizes: Vec<usize> = args.iter().map(expr_size).collect();
+                let size = used.saturating_add(subst_size(&body, &sizes));
+                if over.is_some() || size > INLINE_LIMIT {
+                    self.inlined.set((size, over.or(Some(*g))));
+                    return Expr::Lit(Scalar::I32(0));
+                }
+                self.inlined.set((size, None));
                 let ty = self.p.funcs[*g].ty;
                 Expr::cast(ty, subst_vars(&body, &args))
             }
@@ -800,6 +827,32 @@ fn join(a: Vec<(End, End)>, b: Vec<(End, End)>) -> Vec<(End, End)> {
             (lo, hi)
         })
         .collect()
+}
+
+/// The most expression nodes inlining may make in one lowering.
+const INLINE_LIMIT: usize = 200_000;
+
+fn expr_size(e: &Expr) -> usize {
+    subst_size(e, &[])
+}
+
+/// The size of `e` with pure variable `k` replaced by an expression of `sizes[k]` nodes (all
+/// of them kept when `sizes` is empty).
+fn subst_size(e: &Expr, sizes: &[usize]) -> usize {
+    let sum = |xs: &[Expr]| {
+        xs.iter()
+            .fold(1usize, |n, a| n.saturating_add(subst_size(a, sizes)))
+    };
+    match e {
+        Expr::Var(k) => sizes.get(*k).copied().unwrap_or(1),
+        Expr::Lit(_) | Expr::RVar(_) | Expr::Param(_) | Expr::InputDim { .. } => 1,
+        Expr::Call(_, xs) | Expr::Math(_, xs) => sum(xs),
+        Expr::Unary(_, a) | Expr::Cast(_, a) => 1 + subst_size(a, sizes),
+        Expr::Binary(_, a, b) => 1 + subst_size(a, sizes) + subst_size(b, sizes),
+        Expr::Select(c, a, b) => {
+            1 + subst_size(c, sizes) + subst_size(a, sizes) + subst_size(b, sizes)
+        }
+    }
 }
 
 /// `e` with pure variable `k` replaced by `args[k]`.

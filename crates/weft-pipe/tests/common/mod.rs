@@ -162,7 +162,7 @@ pub fn push_derived(proc: &weft_ir::Proc, args: &mut Vec<ArgValue>) {
             _ => None,
         })
         .collect();
-    let derived = weft_pipe::lower::derived_args_at(proc, &ints)
+    let derived = weft_pipe::lower::derived_args(proc, &ints)
         .unwrap_or_else(|e| panic!("derived arguments: {e}\n{proc}"));
     args.extend(derived.into_iter().map(ArgValue::Int));
 }

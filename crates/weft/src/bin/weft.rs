@@ -349,10 +349,13 @@ fn main() -> ExitCode {
             let lp = weft::pipeline::lower(&program, &pipeline)?;
             let dram = weft::syntax::std_memory("DRAM").expect("the prelude has DRAM");
             let plain = weft::pipe::schedule::Schedule::new(&lp.pipeline);
-            let before = weft::pipe::lower::lower(&lp.pipeline, &plain, &dram)
-                .map_err(|e| Error::message(format!("error: {e}")))?;
             println!("// {pipeline}: every func at its default level");
-            println!("{}", before.proc);
+            // A pipeline too large to inline whole (a pyramid) still has a scheduled proc.
+            match weft::pipe::lower::lower(&lp.pipeline, &plain, &dram) {
+                Ok(before) => println!("{}", before.proc),
+                Err(e) if e.rule == "inline-size" => println!("// not lowered: {e}\n"),
+                Err(e) => return Err(Error::message(format!("error: {e}"))),
+            }
             println!("// {pipeline}: after its schedule");
             print!("{}", lp.proc);
             Ok(())

@@ -3,6 +3,7 @@ fn main() {
     weft::build::Build::new()
         .file("kernels/saxpy.weft")
         .file("kernels/double/saxpy.weft")
+        .file("kernels/pipes/pyramid.weft")
         .compile("kernels")
         .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -15,23 +15,51 @@ pub struct AotFiles {
     pub d: PathBuf,
 }
 
-/// The procs to export from a program: the one named, or every proc that is not an instruction.
+/// The procs to export from a program: the one named (a proc, or a pipeline or pipeline
+/// schedule, lowered), or every proc that is not an instruction and every pipeline's proc (see
+/// [`pipeline_procs`]).
 pub fn select_procs(program: &Program, name: Option<&str>) -> Result<Vec<Arc<Proc>>, Error> {
     match name {
         Some(n) => match program.module.proc(n) {
             Some(p) => Ok(vec![p.clone()]),
+            None if program.module.pipelines.iter().any(|i| i.name == n) => {
+                Ok(vec![crate::pipeline::lower(program, n)?.proc])
+            }
             None => Err(Error::message(format!(
-                "error: no proc named `{n}` in this file"
+                "error: no proc or pipeline named `{n}` in this file"
             ))),
         },
-        None => Ok(program
-            .module
-            .procs
-            .iter()
-            .filter(|p| !p.is_instr())
-            .cloned()
-            .collect()),
+        None => {
+            let mut procs: Vec<Arc<Proc>> = program
+                .module
+                .procs
+                .iter()
+                .filter(|p| !p.is_instr())
+                .cloned()
+                .collect();
+            procs.extend(pipeline_procs(program)?);
+            Ok(procs)
+        }
     }
+}
+
+/// The lowered, checked procs of a program's pipelines: every pipeline schedule, and every
+/// pipeline that no schedule schedules (with every func inlined, Halide's default). Each is
+/// named by its schedule (or pipeline) and takes the arguments `docs/pipelines.md` §3 lists,
+/// derived ones last ([`crate::pipeline::push_derived`]).
+pub fn pipeline_procs(program: &Program) -> Result<Vec<Arc<Proc>>, Error> {
+    let items = &program.module.pipelines;
+    let mut out = Vec::new();
+    for it in items {
+        let scheduled = items
+            .iter()
+            .any(|o| o.base.as_deref() == Some(it.name.as_str()));
+        if it.base.is_none() && scheduled {
+            continue;
+        }
+        out.push(crate::pipeline::lower(program, &it.name)?.proc);
+    }
+    Ok(out)
 }
 
 fn escape_make(p: &Path) -> String {

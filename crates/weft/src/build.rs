@@ -195,6 +195,16 @@ impl Build {
             let program = crate::load(file)?;
             g.deps.extend(program.deps.iter().cloned());
             let procs = aot::select_procs(&program, None)?;
+            // Pipelines' procs whose derived arguments the bindings compute.
+            let derived: HashMap<String, String> = procs
+                .iter()
+                .filter(|p| program.module.pipelines.iter().any(|i| i.name == p.name))
+                .filter(|p| {
+                    let last_buf = p.args.iter().rposition(|a| a.buf().is_some());
+                    last_buf.is_some_and(|k| k + 1 < p.args.len())
+                })
+                .map(|p| (p.name.clone(), format!("{p}\n")))
+                .collect();
             let (files, unit) = aot::write(&program, &procs, out, &ns, &ns)?;
             let isa_flags = weft_jit::isa::flags(&unit.isa).map_err(|n| {
                 Error::message(format!(
@@ -229,6 +239,14 @@ impl Build {
                     fname = rust_ident(&e.name),
                     info = rust_literal(e)
                 );
+                if let Some(text) = derived.get(&e.name) {
+                    let _ = write!(
+                        modules,
+                        "        /// Append the derived arguments of the pipeline `{name}` (the named ends of its\n        /// regions) to `args`, which hold every argument before them.\n        pub fn {fname}_push_derived(args: &mut Vec<weft::jit::Arg>) -> Result<(), weft::Error> {{\n            static PROC: std::sync::OnceLock<std::sync::Arc<weft::ir::Proc>> = std::sync::OnceLock::new();\n            let proc = PROC.get_or_init(|| {{\n                weft::pipeline::lowered_from_text({text:?}, {name:?}).expect(\"weft printed this proc\")\n            }});\n            weft::pipeline::push_derived(proc, args)\n        }}\n",
+                        name = e.name,
+                        fname = rust_ident(&e.name),
+                    );
+                }
                 exporters
                     .entry(e.name.clone())
                     .or_default()

@@ -588,6 +588,14 @@ pub fn push_derived(proc: &Proc, args: &mut Vec<weft_jit::Arg>) -> Result<(), Er
     Ok(())
 }
 
+/// The proc `name` of a lowered pipeline printed as text (a cache entry, or the text that
+/// `weft::build` embeds to compute derived arguments).
+pub fn lowered_from_text(text: &str, name: &str) -> Option<Arc<Proc>> {
+    let module =
+        weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "lowered", text).ok()?;
+    module.procs.into_iter().find(|p| p.name == name)
+}
+
 /// A pipeline compiled by [`compile`].
 pub struct CompiledPipeline {
     /// The lowered, checked proc.
@@ -630,9 +638,7 @@ pub fn compile(
         if digest(&[body]) != seal.trim() {
             return None;
         }
-        let module =
-            weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "cache", body).ok()?;
-        module.procs.into_iter().find(|p| p.name == pipeline.name)
+        lowered_from_text(body, &pipeline.name)
     });
     let (proc, hit) = match cached {
         Some(p) => (p, true),

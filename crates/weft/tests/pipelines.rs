@@ -476,13 +476,21 @@ fn derived_arguments_tell_a_parameter_from_a_generated_name() {
 /// `weft lower` still prints the scheduled proc (before the limit it ran for minutes).
 #[test]
 fn a_pyramid_left_inline_stops_at_the_size_limit() {
-    let path = format!("{}/../../examples/halide_apps.weft", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../examples/halide_apps.weft",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let o = weft(&["lower", &path, "interpolate_fast"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("// not lowered:") && t.contains("inline-size"), "{t}");
+    assert!(
+        t.contains("// not lowered:") && t.contains("inline-size"),
+        "{t}"
+    );
     assert!(t.contains("proc interpolate_fast("), "{t}");
     let program = weft::load(Path::new(&path)).unwrap();
-    let err = weft::pipeline::lower(&program, "interpolate").err().unwrap();
+    let err = weft::pipeline::lower(&program, "interpolate")
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("inline-size"), "{err}");
 }

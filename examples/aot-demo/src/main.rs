@@ -36,6 +36,47 @@ fn main() {
 mod tests {
     use super::*;
 
+    /// A pipeline compiled ahead of time, its derived arguments computed by the bindings,
+    /// equals the pipeline interpreter on every point.
+    #[test]
+    fn aot_pipeline_matches_the_interpreter() {
+        let (w, h) = (37usize, 5usize);
+        let input: Vec<f32> = (0..w * h).map(|i| (i % 7) as f32 * 0.5 - 1.0).collect();
+        let mut out = vec![0f32; w * h];
+        let mut args = vec![
+            Arg::Int(0),
+            Arg::Int(w as i64),
+            Arg::Int(0),
+            Arg::Int(h as i64),
+            Arg::Buf(BufArg::from_slice(&input, &[h, w])),
+            Arg::Int(0),
+            Arg::Int(w as i64),
+            Arg::Int(0),
+            Arg::Int(h as i64),
+            Arg::Buf(BufArg::new(&mut out, &[h, w])),
+        ];
+        kernels::pyramid::pyramid_root_push_derived(&mut args).unwrap();
+        assert!(args.len() > 10, "the pyramid has derived arguments");
+        kernels::pyramid_root().call(&mut args).unwrap();
+        let program = weft::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/kernels/pipes/pyramid.weft"
+        )))
+        .unwrap();
+        let lp = weft::pipeline::lower(&program, "pyramid_root").unwrap();
+        let r = weft::pipeline::Realization {
+            window: vec![(0, w as i64), (0, h as i64)],
+            outputs: vec![("out".into(), weft::hostbuf::HostData::F32(out))],
+            inputs: vec![weft::pipeline::InputData {
+                region: vec![(0, w as i64), (0, h as i64)],
+                data: weft::hostbuf::HostData::F32(input),
+            }],
+            time: std::time::Duration::ZERO,
+        };
+        let n = weft::pipeline::check_against_reference(&lp, &[], &r).unwrap();
+        assert_eq!(n, w * h);
+    }
+
     #[test]
     fn saxpy_matches_rust() {
         let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.5 - 3.0).collect();

@@ -5,6 +5,8 @@
 //! interpreter either equal the pipeline interpreter on every point where the reference has a
 //! value, or stop at a named precondition. `WEFT_PIPE_CASES` sets the number of pipelines.
 
+mod common;
+
 use std::sync::Arc;
 use weft_interp::{ArgValue, Buffer, ConfigState, Scalar};
 use weft_ir::Proc;
@@ -495,16 +497,7 @@ fn arguments(p: &Pipeline, x: &Inputs) -> Vec<ArgValue> {
 fn execute(proc: &Proc, p: &Pipeline, x: &Inputs) -> Result<Vec<Buffer>, String> {
     let mut args = arguments(p, x);
     let before = args.len();
-    let ints: Vec<Option<i64>> = args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Int(v) => Some(*v),
-            _ => None,
-        })
-        .collect();
-    let derived = weft_pipe::lower::derived_args(proc, &ints)
-        .unwrap_or_else(|e| panic!("derived arguments: {e}\n{proc}"));
-    args.extend(derived.into_iter().map(ArgValue::Int));
+    common::push_derived(proc, &mut args);
     if let Err(e) = weft_interp::run(proc, &mut args, &mut ConfigState::default()) {
         assert!(
             e.message.contains("precondition"),

@@ -223,7 +223,10 @@ fn realize_line_sizes(program: &weft::Program, text: &str) -> Vec<(String, HashM
                 ["--size", v] => window = v.split('x').map(|e| (0, e.parse().unwrap())).collect(),
                 ["--param", kv] => {
                     let (k, v) = kv.split_once('=').unwrap();
-                    params.push((k.to_string(), v.parse::<i64>().unwrap()));
+                    // Float parameters are rank-0 buffers, given random values below.
+                    if let Ok(v) = v.parse::<i64>() {
+                        params.push((k.to_string(), v));
+                    }
                 }
                 _ => {}
             }

@@ -645,6 +645,7 @@ pub fn eval_control(e: &IExpr, env: &dyn Fn(&str) -> Option<i64>) -> Option<i64>
 /// [`eval_control`] with variables given by symbol.
 fn eval_control_by(e: &IExpr, env: &dyn Fn(&Sym) -> Option<i64>) -> Option<i64> {
     use weft_ir::ExprKind;
+    // The recursive calls below look variables up by symbol too.
     let eval_control = eval_control_by;
     Some(match e.kind() {
         ExprKind::Const(Const::Int(v)) => *v,

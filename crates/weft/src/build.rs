@@ -199,10 +199,7 @@ impl Build {
             let derived: HashMap<String, String> = procs
                 .iter()
                 .filter(|p| program.module.pipelines.iter().any(|i| i.name == p.name))
-                .filter(|p| {
-                    let last_buf = p.args.iter().rposition(|a| a.buf().is_some());
-                    last_buf.is_some_and(|k| k + 1 < p.args.len())
-                })
+                .filter(|p| weft_pipe::lower::first_derived(p) < p.args.len())
                 .map(|p| (p.name.clone(), format!("{p}\n")))
                 .collect();
             let (files, unit) = aot::write(&program, &procs, out, &ns, &ns)?;

@@ -392,11 +392,8 @@ fn pyramid_bounds_are_derived_arguments() {
     let program = weft::load_str("pyramid.weft", &src).unwrap();
     let lp = weft::pipeline::lower(&program, "pyramid_root").unwrap_or_else(|e| panic!("{e}"));
     let proc = &lp.proc;
-    let last_buf = proc.args.iter().rposition(|a| a.buf().is_some()).unwrap();
-    let derived: Vec<&str> = proc.args[last_buf + 1..]
-        .iter()
-        .map(|a| a.sym.name())
-        .collect();
+    let first = weft::pipe::lower::first_derived(proc);
+    let derived: Vec<&str> = proc.args[first..].iter().map(|a| a.sym.name()).collect();
     assert!(!derived.is_empty(), "no derived arguments:\n{proc}");
     let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
     for window in [
@@ -426,10 +423,10 @@ fn pyramid_bounds_are_derived_arguments() {
         weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[16, 16])),
     ];
     weft::pipeline::push_derived(proc, &mut args).unwrap();
-    let weft::jit::Arg::Int(v) = args[last_buf + 1] else {
+    let weft::jit::Arg::Int(v) = args[first] else {
         panic!("a derived argument is an integer")
     };
-    args[last_buf + 1] = weft::jit::Arg::Int(v - 1);
+    args[first] = weft::jit::Arg::Int(v - 1);
     let err = kernel.call(&mut args).unwrap_err().to_string();
     assert!(err.contains("precondition"), "{err}");
 }
@@ -449,14 +446,8 @@ fn derived_arguments_tell_a_parameter_from_a_generated_name() {
     schedule s1 = pyr { d1.compute_root(); d2.compute_root(); d3.compute_root(); }";
     let program = weft::load_str("pyr.weft", src).unwrap();
     let lp = weft::pipeline::lower(&program, "s1").unwrap_or_else(|e| panic!("{e}"));
-    let last_buf = lp
-        .proc
-        .args
-        .iter()
-        .rposition(|a| a.buf().is_some())
-        .unwrap();
     assert!(
-        last_buf + 1 < lp.proc.args.len(),
+        weft::pipe::lower::first_derived(&lp.proc) < lp.proc.args.len(),
         "no derived arguments:\n{}",
         lp.proc
     );

@@ -599,6 +599,15 @@ fn literal(s: Scalar) -> IExpr {
     }
 }
 
+/// The position of a lowered proc's first derived argument (the first after the last buffer;
+/// the number of arguments when it has none).
+pub fn first_derived(proc: &Proc) -> usize {
+    proc.args
+        .iter()
+        .rposition(|a| a.buf().is_some())
+        .map_or(0, |k| k + 1)
+}
+
 /// The values of a lowered proc's derived arguments (the named ends of root funcs' regions,
 /// the `index` arguments after the last buffer), each computed in order from its precondition
 /// `name == definition`. `ints[k]` is the value of argument `k` when it is a control value;
@@ -607,8 +616,7 @@ fn literal(s: Scalar) -> IExpr {
 /// not given).
 pub fn derived_args(proc: &Proc, ints: &[Option<i64>]) -> Result<Vec<i64>, String> {
     use weft_ir::ExprKind;
-    let last_buf = proc.args.iter().rposition(|a| a.buf().is_some());
-    let first = last_buf.map_or(0, |k| k + 1);
+    let first = first_derived(proc);
     let mut values: Vec<Option<i64>> = ints.to_vec();
     values.resize(proc.args.len(), None);
     for k in first..proc.args.len() {

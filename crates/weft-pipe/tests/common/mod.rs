@@ -122,7 +122,7 @@ pub fn run_proc(
         args.push(ArgValue::Buf(Buffer::new_uninit(p.funcs[o].ty, shape)));
     }
     push_derived(proc, &mut args);
-    let derived = args.len() - args_before_derived(proc);
+    let derived = args.len() - weft_pipe::lower::first_derived(proc);
     let reference_args = Args {
         params: params.to_vec(),
         inputs,
@@ -165,14 +165,6 @@ pub fn push_derived(proc: &weft_ir::Proc, args: &mut Vec<ArgValue>) {
     let derived = weft_pipe::lower::derived_args(proc, &ints)
         .unwrap_or_else(|e| panic!("derived arguments: {e}\n{proc}"));
     args.extend(derived.into_iter().map(ArgValue::Int));
-}
-
-/// The number of a lowered proc's arguments before its derived ones.
-pub fn args_before_derived(proc: &weft_ir::Proc) -> usize {
-    proc.args
-        .iter()
-        .rposition(|a| a.buf().is_some())
-        .map_or(0, |k| k + 1)
 }
 
 /// The value of a control expression with its variables named in `env`.

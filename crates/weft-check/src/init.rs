@@ -257,6 +257,9 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
             Term::lt(x.clone(), hi.clone()),
         ]
     };
+    if let Some(folded) = member_folded(&eqs, &cond, &bound, (&v, &lo, &hi)) {
+        return folded;
+    }
     // Solve an index equation for `v`.
     for (k, (l, r)) in eqs.iter().enumerate() {
         if l.occurrences(id) != 1 || r.occurrences(id) != 0 {
@@ -381,6 +384,85 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         })
         .collect();
     Term::Or(ors)
+}
+
+/// A circular buffer (storage folded by `m`) is written at `e(v) % m` with `e` of unit
+/// coefficient in `v`: when `v` occurs nowhere else, the cells written for `v` in `lo..hi` are
+/// exactly those `c` with `0 <= c < m` and `v ≡ e⁻¹(c) (mod m)` for some `v` of the range, that
+/// is `(e⁻¹(c) - lo) % m < hi - lo`. (`%` is Euclidean: non-negative for `m > 0`.)
+fn member_folded(
+    eqs: &[(Term, Term)],
+    cond: &[Term],
+    bound: &[(Var, Term, Term)],
+    (v, lo, hi): (&Var, &Term, &Term),
+) -> Option<Term> {
+    let id = v.id;
+    let elsewhere = |skip: usize| {
+        eqs.iter()
+            .enumerate()
+            .filter(|(j, _)| *j != skip)
+            .map(|(_, (l, r))| l.occurrences(id) + r.occurrences(id))
+            .chain(cond.iter().map(|t| t.occurrences(id)))
+            .chain(
+                bound
+                    .iter()
+                    .map(|b| b.1.occurrences(id) + b.2.occurrences(id)),
+            )
+            .sum::<usize>()
+    };
+    for (k, (l, r)) in eqs.iter().enumerate() {
+        let Term::Mod(inner, m) = l else { continue };
+        let Some(m) = crate::terms::const_value(m).filter(|m| *m > 0) else {
+            continue;
+        };
+        if inner.occurrences(id) != 1 || r.occurrences(id) != 0 || elsewhere(k) != 0 {
+            continue;
+        }
+        // Unit coefficient: solving needs no divisibility condition.
+        let Some((value, side)) = solve(id, inner, r.clone()) else {
+            continue;
+        };
+        if !side.is_empty() {
+            continue;
+        }
+        let rest: Vec<(Term, Term)> = eqs
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .map(|(_, e)| e.clone())
+            .collect();
+        // A read of the same buffer at `e' % m` is most often of the very row written: `v`
+        // with `e(v) = e'` is a witness, which keeps the conditions on the loops around (the
+        // row's range in each iteration of a sliding window) solvable for them. The exact
+        // closed form below covers the rest.
+        let mut alternatives = Vec::new();
+        if let Term::Mod(read, m2) = r {
+            if crate::terms::const_value(m2) == Some(m) {
+                if let Some((same, side)) = solve(id, inner, (**read).clone()) {
+                    if side.is_empty() {
+                        let mut cond = cond.to_vec();
+                        cond.push(Term::le(lo.clone(), same.clone()));
+                        cond.push(Term::lt(same, hi.clone()));
+                        alternatives.push(member(rest.clone(), cond, bound.to_vec()));
+                    }
+                }
+            }
+        }
+        let mut cond = cond.to_vec();
+        cond.push(Term::le(Term::Int(0), r.clone()));
+        cond.push(Term::lt(r.clone(), Term::Int(m)));
+        cond.push(Term::lt(lo.clone(), hi.clone()));
+        cond.push(Term::lt(
+            Term::Mod(
+                Box::new(Term::sub(value, lo.clone())),
+                Box::new(Term::Int(m)),
+            ),
+            Term::sub(hi.clone(), lo.clone()),
+        ));
+        alternatives.push(member(rest, cond, bound.to_vec()));
+        return Some(Term::Or(alternatives));
+    }
+    None
 }
 
 /// The first `ite` in `t` (outermost first) whose branches mention variable `id` and whose

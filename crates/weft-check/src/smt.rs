@@ -266,19 +266,34 @@ impl<S: Solver> Solver for CachingSolver<S> {
 }
 
 /// The z3 implementation (the `z3` crate on the system libz3).
+///
+/// The same program must be accepted or rejected the same way on an idle machine and under
+/// load, in any process or thread. "Valid" and "invalid" are facts about the query; only
+/// "undecided" depends on how far z3 got, and z3's search depends on the order of the
+/// assertions, the names of the variables, and everything its context has seen before (term
+/// ids). So a query is put in a canonical form (facts in the order of their text, variables
+/// named by first occurrence) and limited by a count of z3's own steps (`rlimit`), not by time.
+/// It is tried first in this solver's long-lived context with a small limit (fast: most
+/// obligations take a few thousand steps); what that leaves undecided is decided in a fresh
+/// context (about 10 ms to make), whose answer depends on the query alone.
 pub struct Z3Solver {
     solver: z3::Solver,
     /// Queries the solver could not decide so far.
     unknowns: u32,
 }
 
-/// The time a query may take (ms). Quasi-affine obligations take well under a millisecond; one
-/// that runs out of time (non-linear, or pathological) is reported as unproved. After a few such
-/// queries the rest get a short limit, so that a program with many of them is rejected in
-/// seconds rather than minutes.
-const FIRST_TIMEOUT_MS: u32 = 2000;
-const LATER_TIMEOUT_MS: u32 = 200;
-const FULL_TIMEOUTS: u32 = 2;
+/// How much work a query may take in the fresh context, in z3's resource units (`rlimit`;
+/// about 0.5 to 1.5 per microsecond on the reference machine). One that runs out (non-linear,
+/// or pathological) is reported as undecided. After a few such queries the rest get a tenth,
+/// so that a program with many of them is rejected in seconds rather than minutes.
+const FIRST_RLIMIT: u32 = 3_000_000;
+const LATER_RLIMIT: u32 = 300_000;
+const FULL_LIMITS: u32 = 2;
+/// The limit of the first attempt, in the long-lived context.
+const QUICK_RLIMIT: u32 = 100_000;
+/// A wall-clock limit far beyond the resource limit: a safety net for work z3 does not count
+/// (a query of 3,000,000 units gets 60 s), never what decides a query in practice.
+const SAFETY_UNITS_PER_MS: u32 = 50;
 
 impl Default for Z3Solver {
     fn default() -> Self {
@@ -289,19 +304,19 @@ impl Default for Z3Solver {
 impl Z3Solver {
     pub fn new() -> Z3Solver {
         let solver = z3::Solver::new();
-        let mut z = Z3Solver {
+        limit(&solver, QUICK_RLIMIT);
+        Z3Solver {
             solver,
             unknowns: 0,
-        };
-        z.set_timeout(FIRST_TIMEOUT_MS);
-        z
+        }
     }
+}
 
-    fn set_timeout(&mut self, ms: u32) {
-        let mut params = z3::Params::new();
-        params.set_u32("timeout", ms);
-        self.solver.set_params(&params);
-    }
+fn limit(solver: &z3::Solver, rlimit: u32) {
+    let mut params = z3::Params::new();
+    params.set_u32("rlimit", rlimit);
+    params.set_u32("timeout", rlimit / SAFETY_UNITS_PER_MS);
+    solver.set_params(&params);
 }
 
 enum Z3Ast {
@@ -329,18 +344,20 @@ fn to_z3(t: &Term, vars: &mut HashMap<u64, Z3Ast>) -> Z3Ast {
         Term::Int(v) => Z3Ast::Int(Int::from_i64(*v)),
         Term::Bool(b) => Z3Ast::Bool(Bool::from_bool(*b)),
         Term::IntVar(v) => {
+            let n = vars.len();
             let e = vars
                 .entry(v.id)
-                .or_insert_with(|| Z3Ast::Int(Int::new_const(format!("v{}", v.id))));
+                .or_insert_with(|| Z3Ast::Int(Int::new_const(format!("v{n}"))));
             match e {
                 Z3Ast::Int(i) => Z3Ast::Int(i.clone()),
                 Z3Ast::Bool(b) => Z3Ast::Bool(b.clone()),
             }
         }
         Term::BoolVar(v) => {
+            let n = vars.len();
             let e = vars
                 .entry(v.id)
-                .or_insert_with(|| Z3Ast::Bool(Bool::new_const(format!("v{}", v.id))));
+                .or_insert_with(|| Z3Ast::Bool(Bool::new_const(format!("v{n}"))));
             match e {
                 Z3Ast::Int(i) => Z3Ast::Int(i.clone()),
                 Z3Ast::Bool(b) => Z3Ast::Bool(b.clone()),
@@ -409,50 +426,68 @@ fn to_z3(t: &Term, vars: &mut HashMap<u64, Z3Ast>) -> Z3Ast {
 
 impl Solver for Z3Solver {
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
-        let mut vars = HashMap::new();
+        let mut sorted: Vec<(String, &Term)> = facts.iter().map(|f| (f.to_string(), f)).collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let facts: Vec<&Term> = sorted.into_iter().map(|(_, f)| f).collect();
+        // Incremental mode (a scope pushed) runs z3's SMT core directly: fast on most queries.
         self.solver.push();
-        for f in facts {
-            let b = to_bool(f, &mut vars);
-            self.solver.assert(&b);
+        let quick = solve(&self.solver, &facts, goal);
+        self.solver.pop(1);
+        if quick != Validity::Unknown {
+            return quick;
         }
-        let g = to_bool(goal, &mut vars);
-        self.solver.assert(g.not());
-        let result = match self.solver.check() {
-            z3::SatResult::Unsat => Validity::Valid,
-            z3::SatResult::Unknown => {
-                self.unknowns += 1;
-                if self.unknowns == FULL_TIMEOUTS {
-                    self.set_timeout(LATER_TIMEOUT_MS);
-                }
-                Validity::Unknown
+        let rlimit = if self.unknowns >= FULL_LIMITS {
+            LATER_RLIMIT
+        } else {
+            FIRST_RLIMIT
+        };
+        // The one-shot solver (no scope pushed): its preprocessing eliminates quotients, which
+        // some obligations (case splits over vector lanes) need to be decided at all.
+        let result = z3::with_z3_config(&z3::Config::new(), || {
+            let solver = z3::Solver::new();
+            limit(&solver, rlimit);
+            solve(&solver, &facts, goal)
+        });
+        if result == Validity::Unknown {
+            self.unknowns += 1;
+        }
+        result
+    }
+}
+
+/// Whether `facts` imply `goal`, asserted into `solver` (in the thread's current context).
+fn solve(solver: &z3::Solver, facts: &[&Term], goal: &Term) -> Validity {
+    let mut vars = HashMap::new();
+    for f in facts {
+        solver.assert(to_bool(f, &mut vars));
+    }
+    solver.assert(to_bool(goal, &mut vars).not());
+    match solver.check() {
+        z3::SatResult::Unsat => Validity::Valid,
+        z3::SatResult::Unknown => Validity::Unknown,
+        z3::SatResult::Sat => {
+            let mut names = Vec::new();
+            for f in facts {
+                f.vars(&mut names);
             }
-            z3::SatResult::Sat => {
-                let mut names = Vec::new();
-                for f in facts {
-                    f.vars(&mut names);
-                }
-                goal.vars(&mut names);
-                names.sort();
-                let model = self.solver.get_model();
-                let mut cex = Vec::new();
-                if let Some(m) = model {
-                    for v in names {
-                        let value = match vars.get(&v.id) {
-                            Some(Z3Ast::Int(i)) => m.eval(i, true).and_then(|x| x.as_i64()),
-                            Some(Z3Ast::Bool(b)) => {
-                                m.eval(b, true).and_then(|x| x.as_bool()).map(|x| x as i64)
-                            }
-                            None => None,
-                        };
-                        if let Some(value) = value {
-                            cex.push((v, value));
+            goal.vars(&mut names);
+            names.sort();
+            let mut cex = Vec::new();
+            if let Some(m) = solver.get_model() {
+                for v in names {
+                    let value = match vars.get(&v.id) {
+                        Some(Z3Ast::Int(i)) => m.eval(i, true).and_then(|x| x.as_i64()),
+                        Some(Z3Ast::Bool(b)) => {
+                            m.eval(b, true).and_then(|x| x.as_bool()).map(|x| x as i64)
                         }
+                        None => None,
+                    };
+                    if let Some(value) = value {
+                        cex.push((v, value));
                     }
                 }
-                Validity::Invalid(cex)
             }
-        };
-        self.solver.pop(1);
-        result
+            Validity::Invalid(cex)
+        }
     }
 }

@@ -242,3 +242,43 @@ fn sliding_windows_are_accepted() {
          }",
     );
 }
+
+/// Storage folding: a circular buffer of rows written at `(r + 2) % 4` while rows `r % 4 ..
+/// (r + 2) % 4` are read (a sliding 3-row window in 4 rows). The cells written by earlier
+/// iterations are exactly those congruent to one of them; a missing prologue row, writes after
+/// the reads, or a stride that skips residues is rejected with the cell.
+#[test]
+fn circular_buffers_are_accepted_and_their_gaps_rejected() {
+    let folded = |prologue: &str, write: &str, swap: bool| {
+        let write = format!("for j in 0..m {{ bx[{write}, j] = x[r, j]; }}");
+        let read = "for j in 0..m {
+                 y[r, j] = bx[r % 4, j] + bx[(r + 1) % 4, j] + bx[(r + 2) % 4, j];
+             }";
+        let (first, second) = if swap {
+            (read.to_string(), write)
+        } else {
+            (write, read.to_string())
+        };
+        format!(
+            "assert n >= 2;
+             alloc bx: f32[4, m];
+             for r in 0..{prologue} {{ for j in 0..m {{ bx[r % 4, j] = x[r, j]; }} }}
+             for r in 0..n {{ {first} {second} }}"
+        )
+    };
+    accepted(&folded("2", "(r + 2) % 4", false));
+    // Three rows folded into three.
+    accepted(
+        &folded("2", "(r + 2) % 4", false)
+            .replace("% 4", "% 3")
+            .replace("[4, m]", "[3, m]"),
+    );
+    for (body, cell) in [
+        (folded("1", "(r + 2) % 4", false), "cell 0 = 1"),
+        (folded("2", "(r + 2) % 4", true), "cell 0 = 2"),
+        (folded("2", "(2 * r + 2) % 4", false), "cell 0 = 3"),
+    ] {
+        let d = rejected(&body);
+        assert!(note(&d).contains(cell), "{body}: {d:?}");
+    }
+}

@@ -7,7 +7,29 @@
 //! before it, and itself from an update stage).
 
 use weft_interp::Scalar;
-use weft_ir::{BinOp, DType, MathFn, UnOp};
+use weft_ir::{BinOp, DType, MathFn, Span, UnOp};
+
+/// Where a definition stands in its source text ([`Place::NONE`] for pipelines built in Rust),
+/// for diagnostics. Not part of a definition's identity: definitions that differ only in their
+/// place are equal.
+#[derive(Clone, Copy, Debug)]
+pub struct Place(pub Span);
+
+impl Place {
+    pub const NONE: Place = Place(Span::DUMMY);
+}
+
+impl Default for Place {
+    fn default() -> Place {
+        Place::NONE
+    }
+}
+
+impl PartialEq for Place {
+    fn eq(&self, _: &Place) -> bool {
+        true
+    }
+}
 
 /// A pipeline: scalar parameters, input buffers, funcs in definition order, and which of them
 /// are outputs.
@@ -47,6 +69,8 @@ pub struct Func {
     pub ty: DType,
     pub pure: Expr,
     pub updates: Vec<Update>,
+    /// The pure definition's statement.
+    pub place: Place,
 }
 
 /// `f(lhs...) = value` for every point of `rdom` where every `where` predicate holds, the
@@ -58,6 +82,8 @@ pub struct Update {
     /// One coordinate per dimension of the func.
     pub lhs: Vec<Expr>,
     pub value: Expr,
+    /// The update's statement.
+    pub place: Place,
 }
 
 /// A reduction variable ranging over `min .. min + extent`; both are startup expressions

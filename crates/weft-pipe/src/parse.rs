@@ -15,7 +15,7 @@
 //! in procs): `input(x, y) + 1` adds a u16 one; alone, an integer literal is i32 and a float
 //! literal f32.
 
-use crate::ast::{Callee, Expr, Func, Input, Param, Pipeline, RDim, Update, COORD};
+use crate::ast::{Callee, Expr, Func, Input, Param, Pipeline, Place, RDim, Update, COORD};
 use std::collections::HashMap;
 use weft_interp::Scalar;
 use weft_ir::{BinOp, DType, Diagnostic, MathFn, Span, UnOp};
@@ -142,6 +142,12 @@ impl Parser {
     pub(crate) fn span(&self) -> Span {
         let t = &self.toks[self.pos.min(self.toks.len() - 1)];
         Span::new(self.file, t.lo, t.hi)
+    }
+
+    /// From `start` to the end of the last token read.
+    fn since(&self, start: Span) -> Span {
+        let last = &self.toks[self.pos.saturating_sub(1).min(self.toks.len() - 1)];
+        Span::new(self.file, start.lo, last.hi.max(start.lo))
     }
 
     pub(crate) fn bump(&mut self) {
@@ -328,7 +334,7 @@ impl Parser {
         self.expect("(")?;
         match known {
             None => self.pure(name, sp),
-            Some(Name::Func(f)) => self.update(f),
+            Some(Name::Func(f)) => self.update(f, sp),
             Some(_) => Err(Diagnostic::new(
                 "pipeline",
                 sp,
@@ -379,11 +385,12 @@ impl Parser {
             ty,
             pure,
             updates: Vec::new(),
+            place: Place(self.since(sp)),
         });
         Ok(())
     }
 
-    fn update(&mut self, f: usize) -> PResult<()> {
+    fn update(&mut self, f: usize, sp: Span) -> PResult<()> {
         // The left-hand side may name reduction variables declared after it: read it as tokens
         // first, then again once the domain is known.
         let lhs_at = self.pos;
@@ -482,11 +489,13 @@ impl Parser {
         }
         self.pos = after;
         self.names = saved;
+        let place = Place(self.since(sp));
         self.p.funcs[f].updates.push(Update {
             rdom,
             wheres,
             lhs,
             value,
+            place,
         });
         Ok(())
     }
@@ -611,6 +620,7 @@ impl Parser {
             ty: input.elem,
             pure,
             updates: Vec::new(),
+            place: Place(self.since(sp)),
         });
         Ok(())
     }

@@ -22,6 +22,7 @@ pub fn validate(p: &Pipeline) -> Result<(), Vec<Diagnostic>> {
     let mut v = Validator {
         p,
         errs: Vec::new(),
+        place: Span::DUMMY,
     };
     v.pipeline();
     if v.errs.is_empty() {
@@ -34,12 +35,14 @@ pub fn validate(p: &Pipeline) -> Result<(), Vec<Diagnostic>> {
 struct Validator<'a> {
     p: &'a Pipeline,
     errs: Vec<Diagnostic>,
+    /// The statement being checked (its source text, where it has one).
+    place: Span,
 }
 
 impl Validator<'_> {
-    fn err(&mut self, message: String) {
-        self.errs
-            .push(Diagnostic::new("pipeline", Span::DUMMY, message));
+    /// A violation of `rule` in the statement being checked.
+    fn err(&mut self, rule: &'static str, message: String) {
+        self.errs.push(Diagnostic::new(rule, self.place, message));
     }
 
     fn pipeline(&mut self) {
@@ -48,20 +51,28 @@ impl Validator<'_> {
         let all = p
             .params
             .iter()
-            .map(|x| &x.name)
-            .chain(p.inputs.iter().map(|x| &x.name))
-            .chain(p.funcs.iter().map(|x| &x.name));
-        for name in all {
+            .map(|x| (&x.name, Span::DUMMY))
+            .chain(p.inputs.iter().map(|x| (&x.name, Span::DUMMY)))
+            .chain(p.funcs.iter().map(|x| (&x.name, x.place.0)));
+        for (name, place) in all {
+            self.place = place;
             if !names.insert(name.as_str()) {
-                self.err(format!("the name `{name}` is defined twice"));
+                self.err(
+                    "unique-names",
+                    format!("the name `{name}` is defined twice"),
+                );
             }
         }
+        self.place = Span::DUMMY;
         if p.outputs.is_empty() {
-            self.err(format!("pipeline `{}` has no output", p.name));
+            self.err("outputs", format!("pipeline `{}` has no output", p.name));
         }
         for &o in &p.outputs {
             if o >= p.funcs.len() {
-                self.err(format!("output {o} is not a func of the pipeline"));
+                self.err(
+                    "outputs",
+                    format!("output {o} is not a func of the pipeline"),
+                );
             }
         }
         for (k, f) in p.funcs.iter().enumerate() {
@@ -70,10 +81,14 @@ impl Validator<'_> {
     }
 
     fn func(&mut self, k: usize, f: &Func) {
+        self.place = f.place.0;
         let mut vars = HashSet::new();
         for x in &f.vars {
             if !vars.insert(x) {
-                self.err(format!("`{}` has two pure variables named `{x}`", f.name));
+                self.err(
+                    "unique-names",
+                    format!("`{}` has two pure variables named `{x}`", f.name),
+                );
             }
         }
         let pure = Ctx {
@@ -83,14 +98,18 @@ impl Validator<'_> {
         };
         self.typed(&f.pure, pure, f.ty, "its pure definition");
         for (j, u) in f.updates.iter().enumerate() {
+            self.place = u.place.0;
             let what = format!("update {}", j + 1);
             let mut rvars = HashSet::new();
             for r in &u.rdom {
                 if !rvars.insert(&r.name) {
-                    self.err(format!(
-                        "{what} of `{}` has two reduction variables named `{}`",
-                        f.name, r.name
-                    ));
+                    self.err(
+                        "unique-names",
+                        format!(
+                            "{what} of `{}` has two reduction variables named `{}`",
+                            f.name, r.name
+                        ),
+                    );
                 }
                 let startup = Ctx {
                     func: k,
@@ -116,12 +135,15 @@ impl Validator<'_> {
                 startup: false,
             };
             if u.lhs.len() != f.vars.len() {
-                self.err(format!(
-                    "{what} of `{}` writes {} coordinates; it has {} dimensions",
-                    f.name,
-                    u.lhs.len(),
-                    f.vars.len()
-                ));
+                self.err(
+                    "arity",
+                    format!(
+                        "{what} of `{}` writes {} coordinates; it has {} dimensions",
+                        f.name,
+                        u.lhs.len(),
+                        f.vars.len()
+                    ),
+                );
             }
             for e in &u.lhs {
                 self.coordinate(e, ctx, &what);
@@ -166,7 +188,7 @@ impl Validator<'_> {
         for &i in &used {
             let name = f.vars.get(i).map_or("?", String::as_str);
             if u.lhs.get(i) != Some(&Expr::Var(i)) {
-                self.err(format!(
+                self.err("syntactic-separation", format!(
                     "{what} of `{}` uses the pure variable `{name}`, so its coordinate {} must be `{name}` itself (syntactic separation)",
                     f.name,
                     i + 1
@@ -174,7 +196,7 @@ impl Validator<'_> {
             }
             for args in &self_reads {
                 if args.get(i) != Some(&Expr::Var(i)) {
-                    self.err(format!(
+                    self.err("syntactic-separation", format!(
                         "{what} of `{}` uses the pure variable `{name}`, so coordinate {} of its reads of `{}` must be `{name}` itself (syntactic separation)",
                         f.name,
                         i + 1,
@@ -188,10 +210,13 @@ impl Validator<'_> {
     fn coordinate(&mut self, e: &Expr, ctx: Ctx, what: &str) {
         if let Some(t) = self.ty(e, ctx) {
             if !t.is_int() {
-                self.err(format!(
-                    "a coordinate in {what} of `{}` has type {t}, not an integer type",
-                    self.p.funcs[ctx.func].name
-                ));
+                self.err(
+                    "types",
+                    format!(
+                        "a coordinate in {what} of `{}` has type {t}, not an integer type",
+                        self.p.funcs[ctx.func].name
+                    ),
+                );
             }
         }
     }
@@ -199,10 +224,13 @@ impl Validator<'_> {
     fn typed(&mut self, e: &Expr, ctx: Ctx, want: DType, what: &str) {
         if let Some(t) = self.ty(e, ctx) {
             if t != want {
-                self.err(format!(
-                    "{what} of `{}` has type {t}; {want} is expected",
-                    self.p.funcs[ctx.func].name
-                ));
+                self.err(
+                    "types",
+                    format!(
+                        "{what} of `{}` has type {t}; {want} is expected",
+                        self.p.funcs[ctx.func].name
+                    ),
+                );
             }
         }
     }
@@ -216,16 +244,17 @@ impl Validator<'_> {
             Expr::Param(k) => match self.p.params.get(*k) {
                 Some(q) => Some(q.ty),
                 None => {
-                    self.err(format!(
-                        "`{fname}` reads parameter {k}, which does not exist"
-                    ));
+                    self.err(
+                        "unknown-name",
+                        format!("`{fname}` reads parameter {k}, which does not exist"),
+                    );
                     None
                 }
             },
             Expr::InputDim { input, dim, .. } => match self.p.inputs.get(*input) {
                 Some(i) if *dim < i.rank => Some(COORD),
                 _ => {
-                    self.err(format!(
+                    self.err("unknown-name", format!(
                         "`{fname}` reads the bounds of dimension {dim} of input {input}, which does not exist"
                     ));
                     None
@@ -233,14 +262,17 @@ impl Validator<'_> {
             },
             Expr::Var(k) | Expr::RVar(k) if ctx.startup => {
                 let _ = k;
-                self.err(format!(
+                self.err("startup-expression", format!(
                     "a reduction bound of `{fname}` uses a variable; it must be a startup expression (literals and parameters)"
                 ));
                 None
             }
             Expr::Var(k) => {
                 if *k >= f.vars.len() {
-                    self.err(format!("`{fname}` has no pure variable {k}"));
+                    self.err(
+                        "unknown-name",
+                        format!("`{fname}` has no pure variable {k}"),
+                    );
                     return None;
                 }
                 Some(COORD)
@@ -248,16 +280,17 @@ impl Validator<'_> {
             Expr::RVar(k) => {
                 let n = ctx.update.map_or(0, |u| u.rdom.len());
                 if *k >= n {
-                    self.err(format!(
-                        "`{fname}` uses reduction variable {k} where its stage has {n}"
-                    ));
+                    self.err(
+                        "unknown-name",
+                        format!("`{fname}` uses reduction variable {k} where its stage has {n}"),
+                    );
                     return None;
                 }
                 Some(COORD)
             }
             Expr::Call(callee, args) => {
                 if ctx.startup {
-                    self.err(format!(
+                    self.err("startup-expression", format!(
                         "a reduction bound of `{fname}` reads a func or input; it must be a startup expression (literals and parameters)"
                     ));
                 }
@@ -268,13 +301,19 @@ impl Validator<'_> {
                     Callee::Input(k) => match self.p.inputs.get(*k) {
                         Some(i) => (i.name.clone(), i.rank, i.elem),
                         None => {
-                            self.err(format!("`{fname}` reads input {k}, which does not exist"));
+                            self.err(
+                                "unknown-name",
+                                format!("`{fname}` reads input {k}, which does not exist"),
+                            );
                             return None;
                         }
                     },
                     Callee::Func(g) => {
                         let Some(h) = self.p.funcs.get(*g) else {
-                            self.err(format!("`{fname}` calls func {g}, which does not exist"));
+                            self.err(
+                                "unknown-name",
+                                format!("`{fname}` calls func {g}, which does not exist"),
+                            );
                             return None;
                         };
                         if *g > ctx.func || (*g == ctx.func && ctx.update.is_none()) {
@@ -283,16 +322,22 @@ impl Validator<'_> {
                             } else {
                                 "a func reads only funcs defined before it"
                             };
-                            self.err(format!("`{fname}` reads `{}`: {why}", h.name));
+                            self.err(
+                                "define-before-use",
+                                format!("`{fname}` reads `{}`: {why}", h.name),
+                            );
                         }
                         (h.name.clone(), h.vars.len(), h.ty)
                     }
                 };
                 if args.len() != rank {
-                    self.err(format!(
+                    self.err(
+                        "arity",
+                        format!(
                         "`{fname}` reads `{name}` with {} coordinates; it has {rank} dimensions",
                         args.len()
-                    ));
+                    ),
+                    );
                 }
                 Some(ty)
             }
@@ -304,40 +349,45 @@ impl Validator<'_> {
                 };
                 if !ok {
                     let sym = if *op == UnOp::Not { "not" } else { "-" };
-                    self.err(format!("`{fname}` applies `{sym}` to a {t}"));
+                    self.err("types", format!("`{fname}` applies `{sym}` to a {t}"));
                 }
                 Some(t)
             }
             Expr::Binary(op, a, b) => {
                 let (ta, tb) = (self.ty(a, ctx)?, self.ty(b, ctx)?);
                 if ta != tb {
-                    self.err(format!(
-                        "`{fname}` applies `{}` to a {ta} and a {tb} (cast one of them)",
-                        op.symbol()
-                    ));
+                    self.err(
+                        "types",
+                        format!(
+                            "`{fname}` applies `{}` to a {ta} and a {tb} (cast one of them)",
+                            op.symbol()
+                        ),
+                    );
                     return None;
                 }
                 let logic = matches!(op, BinOp::And | BinOp::Or);
                 if logic != (ta == DType::Bool) && !op.is_comparison() {
-                    self.err(format!(
-                        "`{fname}` applies `{}` to {ta} values",
-                        op.symbol()
-                    ));
+                    self.err(
+                        "types",
+                        format!("`{fname}` applies `{}` to {ta} values", op.symbol()),
+                    );
                 }
                 Some(if op.is_comparison() { DType::Bool } else { ta })
             }
             Expr::Select(c, a, b) => {
                 let tc = self.ty(c, ctx);
                 if tc.is_some_and(|t| t != DType::Bool) {
-                    self.err(format!(
-                        "the condition of a select in `{fname}` is not a bool"
-                    ));
+                    self.err(
+                        "types",
+                        format!("the condition of a select in `{fname}` is not a bool"),
+                    );
                 }
                 let (ta, tb) = (self.ty(a, ctx)?, self.ty(b, ctx)?);
                 if ta != tb {
-                    self.err(format!(
-                        "the branches of a select in `{fname}` have types {ta} and {tb}"
-                    ));
+                    self.err(
+                        "types",
+                        format!("the branches of a select in `{fname}` have types {ta} and {tb}"),
+                    );
                     return None;
                 }
                 Some(ta)
@@ -351,17 +401,23 @@ impl Validator<'_> {
                 for a in args {
                     let t = self.ty(a, ctx)?;
                     if !t.is_float() {
-                        self.err(format!("`{fname}` applies `{}` to a {t}", m.name()));
+                        self.err(
+                            "types",
+                            format!("`{fname}` applies `{}` to a {t}", m.name()),
+                        );
                     }
                     first.get_or_insert(t);
                 }
                 if args.len() != m.arity() {
-                    self.err(format!(
-                        "`{}` takes {} arguments, given {}",
-                        m.name(),
-                        m.arity(),
-                        args.len()
-                    ));
+                    self.err(
+                        "arity",
+                        format!(
+                            "`{}` takes {} arguments, given {}",
+                            m.name(),
+                            m.arity(),
+                            args.len()
+                        ),
+                    );
                 }
                 first
             }

@@ -13,6 +13,7 @@ fn func(name: &str, vars: usize, pure: Expr, updates: Vec<Update>) -> Func {
         ty: DType::I32,
         pure,
         updates,
+        place: weft_pipe::ast::Place::NONE,
     }
 }
 
@@ -118,6 +119,7 @@ fn a_histogram() {
             wheres: vec![],
             lhs: vec![bin.clone()],
             value: add(Expr::call(0, vec![bin]), Expr::int(1)),
+            place: weft_pipe::ast::Place::NONE,
         }],
     );
     let p = pipeline(vec![h], 1);
@@ -139,6 +141,7 @@ fn a_prefix_sum_reads_the_earlier_points_and_where_filters() {
             Expr::call(0, vec![add(Expr::RVar(0), Expr::int(-1))]),
             Expr::call(0, vec![Expr::RVar(0)]),
         ),
+        place: weft_pipe::ast::Place::NONE,
     };
     let s = func(
         "s",
@@ -181,6 +184,7 @@ fn negative_reduction_extents_are_errors_and_zero_is_nothing() {
                     wheres: vec![],
                     lhs: vec![Expr::RVar(0)],
                     value: Expr::int(100),
+                    place: weft_pipe::ast::Place::NONE,
                 }],
             )],
             0,
@@ -258,6 +262,7 @@ fn errors_follow_the_formalisation() {
             wheres: vec![],
             lhs: vec![Expr::RVar(0)],
             value: Expr::int(1),
+            place: weft_pipe::ast::Place::NONE,
         }],
     );
     let f = func(
@@ -279,6 +284,7 @@ fn errors_follow_the_formalisation() {
             wheres: vec![],
             lhs: vec![Expr::int(0)],
             value: oob,
+            place: weft_pipe::ast::Place::NONE,
         }],
     );
     let p = pipeline(vec![f], 1);

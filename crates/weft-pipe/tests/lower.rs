@@ -43,6 +43,7 @@ fn blur() -> Pipeline {
         ty: DType::U16,
         pure,
         updates: vec![],
+        place: weft_pipe::ast::Place::NONE,
     };
     Pipeline {
         name: "blur".into(),
@@ -159,6 +160,7 @@ fn shift_and_round_up_are_rejected_on_update_stages() {
         wheres: vec![],
         lhs: vec![x(0), x(1)],
         value: add(Expr::call(1, vec![x(0), x(1)]), Expr::Lit(Scalar::U16(1))),
+        place: weft_pipe::ast::Place::NONE,
     });
     let mut s = Schedule::new(&p);
     let mut h = s.func(&p, "by").unwrap().update(0).unwrap();

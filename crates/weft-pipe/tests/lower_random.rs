@@ -168,6 +168,7 @@ fn pipeline(r: &mut Rng) -> Pipeline {
                     wheres: vec![],
                     lhs,
                     value: val,
+                    place: weft_pipe::ast::Place::NONE,
                 });
             } else if rank == 1 && r.chance(40) {
                 // A scan that writes the points r.
@@ -179,6 +180,7 @@ fn pipeline(r: &mut Rng) -> Pipeline {
                     wheres: vec![],
                     lhs,
                     value: val,
+                    place: weft_pipe::ast::Place::NONE,
                 });
             } else {
                 // A pure update that sums over r.
@@ -206,6 +208,7 @@ fn pipeline(r: &mut Rng) -> Pipeline {
                     wheres,
                     lhs: vars.clone(),
                     value: val,
+                    place: weft_pipe::ast::Place::NONE,
                 });
             }
         }
@@ -215,6 +218,7 @@ fn pipeline(r: &mut Rng) -> Pipeline {
             ty: DType::I32,
             pure,
             updates,
+            place: weft_pipe::ast::Place::NONE,
         });
     }
     let mut outputs = vec![nfuncs - 1];
@@ -341,12 +345,14 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
                 let last = p.funcs[c].updates.len();
                 let loops: Vec<String> = h.s_loops(c, last);
                 if !loops.is_empty() {
-                    let v = loops[r.below(loops.len())].clone();
+                    let kv = r.below(loops.len());
                     let cname = p.funcs[c].name.clone();
-                    let _ = h.compute_at(&cname, &v);
+                    let _ = h.compute_at(&cname, &loops[kv]);
                     if r.chance(40) {
-                        let v2 = loops[r.below(loops.len())].clone();
-                        let _ = h.store_at(&cname, &v2);
+                        // At or outside the compute level (loops are innermost first): a
+                        // store level outside makes sliding windows and folded storage.
+                        let k2 = r.below(loops.len()).max(kv);
+                        let _ = h.store_at(&cname, &loops[k2]);
                     }
                 }
             }
@@ -385,6 +391,8 @@ struct Tally {
     undecided: usize,
     /// Lowered procs the race proof rejects (see `lowered`).
     races: usize,
+    /// Lowered procs with a folded buffer (storage folding).
+    folded: usize,
     /// Runs where β0's proc matched (the tight engine must then match too).
     beta0_matched: usize,
     /// Runs where the tight engine succeeded and β0's proc stopped at an assertion.
@@ -396,6 +404,9 @@ struct Tally {
 fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<Arc<Proc>> {
     match lower_with(p, s, &dram(), engine) {
         Ok(l) => {
+            if l.regions.iter().any(|r| r.folded.is_some()) {
+                t.folded += 1;
+            }
             if let Err(d) = weft_check::check_proc(&l.proc) {
                 // A proof the solver gives up on (its time limit) is a rejection, not a wrong
                 // result; counted, and rare (deeply nested splits of fused loops).
@@ -683,6 +694,7 @@ fn random_pipelines_and_schedules_match_the_reference() {
         t.undecided * 50 <= t.lowered.max(50),
         "more than 2% of the lowered procs are undecided: {t:?}"
     );
+    assert!(t.folded >= 1, "no schedule folds storage: {t:?}");
     assert!(
         t.races * 200 <= t.lowered.max(200),
         "more than 0.5% of the lowered procs race: {t:?}"

@@ -18,6 +18,7 @@ fn func(name: &str, ty: DType, pure: Expr) -> Func {
         ty,
         pure,
         updates: vec![],
+        place: weft_pipe::ast::Place::NONE,
     }
 }
 
@@ -191,6 +192,7 @@ fn negative_reduction_extent_is_a_startup_error() {
             Expr::call(0, vec![x(0)]),
             Expr::input(0, vec![add(x(0), Expr::RVar(0))]),
         ),
+        place: weft_pipe::ast::Place::NONE,
     });
     let p = pipeline(
         vec![f],
@@ -361,6 +363,7 @@ fn parallel_reduction_with_a_predicate_is_rejected() {
         )],
         lhs: vec![Expr::RVar(0)],
         value: Expr::int(2),
+        place: weft_pipe::ast::Place::NONE,
     });
     let p = pipeline(vec![f], vec![], 0);
     weft_pipe::validate::validate(&p).unwrap();

@@ -45,6 +45,7 @@ fn the_text_form_builds_the_builders_pipeline() {
         ty: DType::U16,
         pure,
         updates: vec![],
+        place: weft_pipe::ast::Place::NONE,
     };
     let built = Pipeline {
         name: "blur".into(),

@@ -13,6 +13,7 @@ fn func(name: &str, pure: Expr, updates: Vec<Update>) -> Func {
         ty: DType::I32,
         pure,
         updates,
+        place: weft_pipe::ast::Place::NONE,
     }
 }
 
@@ -39,6 +40,7 @@ fn update(rdom: Vec<RDim>, lhs: Expr, value: Expr) -> Update {
         wheres: vec![],
         lhs: vec![lhs],
         value,
+        place: weft_pipe::ast::Place::NONE,
     }
 }
 
@@ -50,11 +52,10 @@ fn r03() -> Vec<RDim> {
     }]
 }
 
-/// The first message of a rejected pipeline.
+/// The first diagnostic of a rejected pipeline, as `rule: message`.
 fn rejected(p: &Pipeline) -> String {
     let d = validate(p).expect_err("accepted");
-    assert!(d.iter().all(|d| d.rule == "pipeline"));
-    d[0].message.clone()
+    format!("{}: {}", d[0].rule, d[0].message)
 }
 
 fn g() -> Func {
@@ -75,7 +76,8 @@ fn the_papers_separation_examples() {
     );
     let m = rejected(&pipeline(vec![g(), f]));
     assert!(
-        m.contains("coordinate 1 of its reads of `f` must be `x` itself (syntactic separation)"),
+        m.starts_with("syntactic-separation: ")
+            && m.contains("coordinate 1 of its reads of `f` must be `x` itself"),
         "{m}"
     );
     // `{g[x]; rdom(r = (0, 3)) in (x) <- f[x] + f[r]}`.
@@ -141,7 +143,10 @@ fn the_papers_separation_examples() {
 #[test]
 fn names_order_startup_bounds_arities_and_types() {
     let m = rejected(&pipeline(vec![g(), func("g", Expr::int(0), vec![])]));
-    assert!(m.contains("the name `g` is defined twice"), "{m}");
+    assert!(
+        m.starts_with("unique-names: the name `g` is defined twice"),
+        "{m}"
+    );
     let m = rejected(&pipeline(vec![func("n", Expr::int(0), vec![])]));
     assert!(m.contains("the name `n` is defined twice"), "{m}");
     // A func reads only earlier funcs; a pure definition not itself.
@@ -150,7 +155,8 @@ fn names_order_startup_bounds_arities_and_types() {
         g(),
     ]));
     assert!(
-        m.contains("a func reads only funcs defined before it"),
+        m.starts_with("define-before-use: ")
+            && m.contains("a func reads only funcs defined before it"),
         "{m}"
     );
     let m = rejected(&pipeline(vec![func(
@@ -182,7 +188,7 @@ fn names_order_startup_bounds_arities_and_types() {
         ])
     };
     assert!(rejected(&bad_bound(Expr::call(0, vec![Expr::int(0)]))).contains("startup expression"));
-    assert!(rejected(&bad_bound(Expr::Var(0))).contains("startup expression"));
+    assert!(rejected(&bad_bound(Expr::Var(0))).starts_with("startup-expression: "));
     validate(&bad_bound(Expr::Param(0))).unwrap();
     // Arity and types.
     let m = rejected(&pipeline(vec![
@@ -190,7 +196,7 @@ fn names_order_startup_bounds_arities_and_types() {
         func("f", Expr::call(0, vec![]), vec![]),
     ]));
     assert!(
-        m.contains("reads `g` with 0 coordinates; it has 1 dimensions"),
+        m.starts_with("arity: ") && m.contains("reads `g` with 0 coordinates; it has 1 dimensions"),
         "{m}"
     );
     let m = rejected(&pipeline(vec![func(
@@ -198,7 +204,10 @@ fn names_order_startup_bounds_arities_and_types() {
         add(Expr::Var(0), Expr::Lit(Scalar::F32(1.0))),
         vec![],
     )]));
-    assert!(m.contains("applies `+` to a i32 and a f32"), "{m}");
+    assert!(
+        m.starts_with("types: ") && m.contains("applies `+` to a i32 and a f32"),
+        "{m}"
+    );
     let m = rejected(&pipeline(vec![func(
         "f",
         Expr::Lit(Scalar::F32(1.0)),
@@ -216,10 +225,31 @@ fn names_order_startup_bounds_arities_and_types() {
             wheres: vec![Expr::RVar(0)],
             lhs: vec![Expr::RVar(0)],
             value: Expr::int(1),
+            place: weft_pipe::ast::Place::NONE,
         }],
     )]));
     assert!(
         m.contains("a predicate of update 1 of `f` has type i32; bool is expected"),
         "{m}"
     );
+}
+
+/// A violation in a pipeline read from text points at the statement that breaks the rule.
+#[test]
+fn violations_in_text_name_their_statement() {
+    let src = "pipeline p(n: i32, input: f32[2]) -> g {
+    f(x, y): f32 = input(x, y) + 1.0;
+    g(x, y): f32 = f(x, y) * 2.0;
+    g(x, y) += g(x + 1, y);
+    g(r, y) += f(r, y) for r in 0..x;
+}
+";
+    let p = weft_pipe::parse::parse_pipeline(0, src, 0).expect("parses");
+    let ds = validate(&p).expect_err("accepted");
+    let at = |d: &weft_ir::Diagnostic| &src[d.span.lo as usize..d.span.hi as usize];
+    assert_eq!(ds.len(), 2, "{ds:?}");
+    assert_eq!(ds[0].rule, "syntactic-separation");
+    assert_eq!(at(&ds[0]), "g(x, y) += g(x + 1, y);");
+    assert_eq!(ds[1].rule, "startup-expression");
+    assert_eq!(at(&ds[1]), "g(r, y) += f(r, y) for r in 0..x;");
 }

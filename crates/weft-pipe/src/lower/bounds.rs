@@ -433,7 +433,8 @@ impl Lower<'_> {
             let (lo, hi) = &region[a.dim];
             region[a.dim] = (block(lo), block(hi).add_k(m - 1));
         }
-        self.slide(f, &mut region);
+        let slid = self.slide(f, &mut region);
+        let mut fold = slid.as_ref().map(|(k, m, _)| (*k, *m));
         if site == Site::Root && window.is_none() {
             self.name_region(f, &mut region);
         }
@@ -452,6 +453,13 @@ impl Lower<'_> {
             writes = join(writes, w.clone());
             if s == 0 {
                 self.funcs[f].computed = self.finite(f, w)?;
+                // A fold needs the stage to write exactly the slid rows: a shifted or rounded
+                // tile would write rows outside them, into cells that hold rows still needed.
+                if let Some((k, _, written)) = &slid {
+                    if self.funcs[f].computed.get(*k) != Some(written) {
+                        fold = None;
+                    }
+                }
                 break;
             }
             let mut next: Vec<(End, End)> = stage_region
@@ -489,7 +497,12 @@ impl Lower<'_> {
             };
             self.finite(f, relaxed)?
         };
+        let mut alloc = alloc;
+        if let Some((k, m)) = fold {
+            alloc[k] = (Lin::konst(0), Lin::konst(m - 1));
+        }
         self.funcs[f].alloc = alloc;
+        self.funcs[f].fold = fold;
         Ok(())
     }
 
@@ -498,20 +511,32 @@ impl Lower<'_> {
     /// each iteration after the first only what the previous iterations have not: the region's
     /// min in that dimension becomes `max(min(v), max(v - 1) + 1)`. The buffer, at the store
     /// level, keeps the earlier points.
-    pub(super) fn slide(&self, f: usize, region: &mut [(Lin, Lin)]) {
+    ///
+    /// Storage folding (Halide's, automatic as there): when the region's extent in that
+    /// dimension is a constant `e`, every iteration reads rows `[lo(v), lo(v) + e)` only, so a
+    /// circular buffer of `m >= e` rows (the next power of two) indexed by the row modulo `m`
+    /// holds them: a row written in iteration `v` replaces one more than `m - 1` rows behind it,
+    /// below `lo(v)` and never read again (the region only moves forward). Returns the
+    /// dimension, `m`, and the hull of the rows the stage writes over all iterations when it
+    /// writes the slid rows only; the caller drops the fold if the stage writes more.
+    pub(super) fn slide(
+        &self,
+        f: usize,
+        region: &mut [(Lin, Lin)],
+    ) -> Option<(usize, i64, (Lin, Lin))> {
         let (Site::At(c, s, d), store) = (self.funcs[f].compute, self.funcs[f].store) else {
-            return;
+            return None;
         };
         if store == self.funcs[f].compute
             || !self.p.funcs[f].updates.is_empty()
             || self.engine == Engine::Beta0
         {
-            return;
+            return None;
         }
         let st = &self.funcs[c].stages[s];
         let (lv, kind) = st.loops[d];
         if kind != LoopKind::Serial {
-            return;
+            return None;
         }
         let v = st.vars[lv].id;
         let step = |e: &Lin| {
@@ -524,14 +549,26 @@ impl Lower<'_> {
             match (step(lo), step(hi)) {
                 (Some(0), Some(0)) => {}
                 (Some(a), Some(b)) if a >= 0 && b >= 0 && moving.is_none() => moving = Some((k, b)),
-                _ => return,
+                _ => return None,
             }
         }
-        let Some((k, b)) = moving else { return };
+        let (k, b) = moving?;
         let (lo, hi) = region[k].clone();
         let first = Cond::eq(&Lin::var(v), &st.vars[lv].min);
         let fresh = lo.max_with(&self.expand_defs(&hi).add_k(1 - b));
         region[k].0 = Lin::select(&first, &lo, &fresh);
+        let written = (lo.min_with(&fresh), hi.clone());
+        let extent = self.expand_defs(&hi).sub(&self.expand_defs(&lo)).add_k(1);
+        let read_by_data = self.accesses.iter().any(|a| {
+            a.callee == Callee::Func(f) && a.args.get(k).is_some_and(|x| self.reads_data(x))
+        });
+        match extent.as_const() {
+            Some(e) if e >= 1 && !read_by_data => {
+                let m = (e as u64).next_power_of_two().min(1 << 30) as i64;
+                Some((k, m, written))
+            }
+            _ => None,
+        }
     }
 
     /// Bind the non-linear ends of root func `f`'s region to names (derived arguments of the

@@ -62,6 +62,7 @@ impl Lower<'_> {
                 func: self.p.funcs[f].name.clone(),
                 computed: exprs(&self, &info.computed)?,
                 allocated: exprs(&self, &info.alloc)?,
+                folded: info.fold,
             });
         }
         let inputs = self
@@ -346,7 +347,14 @@ impl Lower<'_> {
         let alloc = &self.funcs[f].alloc;
         let mut idx = Vec::new();
         for &d in self.s.funcs[f].storage.iter().rev() {
-            idx.push(self.index_expr(&args[d], &alloc[d].0, ctx, env)?);
+            let i = self.index_expr(&args[d], &alloc[d].0, ctx, env)?;
+            idx.push(match self.funcs[f].fold {
+                // A folded dimension: the coordinate modulo the rows (alloc's min is 0).
+                Some((k, m)) if k == d => {
+                    IExpr::binary(BinOp::Mod, i, self.lin_expr(&Lin::konst(m), env)?)
+                }
+                _ => i,
+            });
         }
         Ok(idx)
     }

@@ -56,6 +56,10 @@ pub struct Region {
     pub computed: Vec<(IExpr, IExpr)>,
     /// Its buffer.
     pub allocated: Vec<(IExpr, IExpr)>,
+    /// Storage folding: the dimension whose buffer is circular, and its rows (the buffer's
+    /// min and max in that dimension are then `0` and rows - 1, indexed by the coordinate
+    /// modulo the rows).
+    pub folded: Option<(usize, i64)>,
 }
 
 /// Where code is placed: the root, or the start of the body of loop `depth` (0 outermost) of
@@ -114,6 +118,9 @@ struct FuncInfo {
     alloc: Vec<(Lin, Lin)>,
     /// Per dimension: the points its pure stage computes (overcompute included).
     computed: Vec<(Lin, Lin)>,
+    /// Storage folding: the dimension whose buffer is a circular one of this many rows, indexed
+    /// by the coordinate modulo the factor (see `Lowering::slide`).
+    fold: Option<(usize, i64)>,
     buf: Option<Buf>,
     done: bool,
 }
@@ -475,6 +482,7 @@ impl<'a> Lower<'a> {
                 store: Site::Root,
                 alloc: Vec::new(),
                 computed: Vec::new(),
+                fold: None,
                 buf: None,
                 done: false,
             });

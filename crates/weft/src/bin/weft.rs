@@ -182,9 +182,13 @@ fn bounds_report(
     for r in &lp.lowered.regions {
         let c: Vec<String> = r.computed.iter().map(range).collect();
         let a: Vec<String> = r.allocated.iter().map(range).collect();
+        let folded = match r.folded {
+            Some((d, rows)) => format!(" (dimension {d} folded: {rows} rows, circular)"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{}: computed {}; allocated {}",
+            "{}: computed {}; allocated {}{folded}",
             r.func,
             c.join(" x "),
             a.join(" x ")

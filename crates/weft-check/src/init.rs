@@ -387,9 +387,13 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
 }
 
 /// A circular buffer (storage folded by `m`) is written at `e(v) % m` with `e` of unit
-/// coefficient in `v`: when `v` occurs nowhere else, the cells written for `v` in `lo..hi` are
-/// exactly those `c` with `0 <= c < m` and `v ≡ e⁻¹(c) (mod m)` for some `v` of the range, that
-/// is `(e⁻¹(c) - lo) % m < hi - lo`. (`%` is Euclidean: non-negative for `m > 0`.)
+/// coefficient in `v`. Two ways to eliminate `v`, either enough for the existential:
+/// - a read of the buffer at `e' % m` is most often of the very row written: `v` with
+///   `e(v) = e'` is a witness, which keeps the conditions on the loops around (the row's range in
+///   each iteration of a sliding window, a split's guard) solvable for them;
+/// - when `v` occurs nowhere else, exactly: the cells written for `v` in `lo..hi` are those `c`
+///   with `0 <= c < m` and `e⁻¹(c) ≡ v (mod m)` for some `v` of the range, that is
+///   `(e⁻¹(c) - lo) % m < hi - lo` (`%` is Euclidean: non-negative for `m > 0`).
 fn member_folded(
     eqs: &[(Term, Term)],
     cond: &[Term],
@@ -410,19 +414,14 @@ fn member_folded(
             )
             .sum::<usize>()
     };
+    // `e(v) = x` solved for `v` without a divisibility condition (unit coefficient).
+    let unit = |inner: &Term, x: Term| solve(id, inner, x).filter(|(_, side)| side.is_empty());
     for (k, (l, r)) in eqs.iter().enumerate() {
         let Term::Mod(inner, m) = l else { continue };
         let Some(m) = crate::terms::const_value(m).filter(|m| *m > 0) else {
             continue;
         };
-        if inner.occurrences(id) != 1 || r.occurrences(id) != 0 || elsewhere(k) != 0 {
-            continue;
-        }
-        // Unit coefficient: solving needs no divisibility condition.
-        let Some((value, side)) = solve(id, inner, r.clone()) else {
-            continue;
-        };
-        if !side.is_empty() {
+        if inner.occurrences(id) != 1 || r.occurrences(id) != 0 {
             continue;
         }
         let rest: Vec<(Term, Term)> = eqs
@@ -431,36 +430,43 @@ fn member_folded(
             .filter(|(j, _)| *j != k)
             .map(|(_, e)| e.clone())
             .collect();
-        // A read of the same buffer at `e' % m` is most often of the very row written: `v`
-        // with `e(v) = e'` is a witness, which keeps the conditions on the loops around (the
-        // row's range in each iteration of a sliding window) solvable for them. The exact
-        // closed form below covers the rest.
         let mut alternatives = Vec::new();
         if let Term::Mod(read, m2) = r {
-            if crate::terms::const_value(m2) == Some(m) {
-                if let Some((same, side)) = solve(id, inner, (**read).clone()) {
-                    if side.is_empty() {
-                        let mut cond = cond.to_vec();
-                        cond.push(Term::le(lo.clone(), same.clone()));
-                        cond.push(Term::lt(same, hi.clone()));
-                        alternatives.push(member(rest.clone(), cond, bound.to_vec()));
-                    }
-                }
+            if let (Some(_), Some((same, _))) = (
+                crate::terms::const_value(m2).filter(|m2| *m2 == m),
+                unit(inner, (**read).clone()),
+            ) {
+                let sub = |t: &Term| t.subst(id, &same);
+                let rest = rest.iter().map(|(a, b)| (sub(a), sub(b))).collect();
+                let mut cond: Vec<Term> = cond.iter().map(sub).collect();
+                cond.push(Term::le(lo.clone(), same.clone()));
+                cond.push(Term::lt(same.clone(), hi.clone()));
+                let bound = bound
+                    .iter()
+                    .map(|(w, a, b)| (w.clone(), sub(a), sub(b)))
+                    .collect();
+                alternatives.push(member(rest, cond, bound));
             }
         }
-        let mut cond = cond.to_vec();
-        cond.push(Term::le(Term::Int(0), r.clone()));
-        cond.push(Term::lt(r.clone(), Term::Int(m)));
-        cond.push(Term::lt(lo.clone(), hi.clone()));
-        cond.push(Term::lt(
-            Term::Mod(
-                Box::new(Term::sub(value, lo.clone())),
-                Box::new(Term::Int(m)),
-            ),
-            Term::sub(hi.clone(), lo.clone()),
-        ));
-        alternatives.push(member(rest, cond, bound.to_vec()));
-        return Some(Term::Or(alternatives));
+        if elsewhere(k) == 0 {
+            if let Some((value, _)) = unit(inner, r.clone()) {
+                let mut cond = cond.to_vec();
+                cond.push(Term::le(Term::Int(0), r.clone()));
+                cond.push(Term::lt(r.clone(), Term::Int(m)));
+                cond.push(Term::lt(lo.clone(), hi.clone()));
+                cond.push(Term::lt(
+                    Term::Mod(
+                        Box::new(Term::sub(value, lo.clone())),
+                        Box::new(Term::Int(m)),
+                    ),
+                    Term::sub(hi.clone(), lo.clone()),
+                ));
+                alternatives.push(member(rest, cond, bound.to_vec()));
+            }
+        }
+        if !alternatives.is_empty() {
+            return Some(Term::Or(alternatives));
+        }
     }
     None
 }

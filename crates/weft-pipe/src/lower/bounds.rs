@@ -562,8 +562,12 @@ impl Lower<'_> {
         let read_by_data = self.accesses.iter().any(|a| {
             a.callee == Callee::Func(f) && a.args.get(k).is_some_and(|x| self.reads_data(x))
         });
+        // The folded dimension is a loop of the stage as it is: the checker follows a circular
+        // buffer written by a plain loop (a split's guard and its two variables it does not).
+        let own = &self.funcs[f].stages[0];
+        let plain = own.pure_of[k].is_some_and(|pv| own.loops.iter().any(|(lv, _)| *lv == pv));
         match extent.as_const() {
-            Some(e) if e >= 1 && !read_by_data => {
+            Some(e) if e >= 1 && !read_by_data && plain => {
                 let m = (e as u64).next_power_of_two().min(1 << 30) as i64;
                 Some((k, m, written))
             }

@@ -864,15 +864,19 @@ impl Parser {
                 // Halide's `lerp` of floats: `a * (1 - t) + b * t`.
                 let mut a = self.args()?;
                 arity(self, &a, 3)?;
-                let (x, y, t) = (a.remove(0), a.remove(0), a.remove(0));
-                if let Some(ty) = [&x, &y, &t].iter().find_map(|e| self.natural(e)) {
-                    if !ty.is_float() {
+                let (mut x, y, t) = (a.remove(0), a.remove(0), a.remove(0));
+                match [&x, &y, &t].iter().find_map(|e| self.natural(e)) {
+                    Some(ty) if !ty.is_float() => {
                         return Err(Diagnostic::new(
                             "syntax",
                             sp,
                             format!("`lerp` takes floats, not {ty} (Halide's integer lerp, which scales the weight, is not supported): convert the operands"),
                         ));
                     }
+                    Some(_) => {}
+                    // Literals only: a float lerp in f32 (like a float literal alone), converted
+                    // where it is used, never an integer lerp in the func's type.
+                    None => x = PExpr::Cast(DType::F32, false, bx(x)),
                 }
                 let one = PExpr::Float(1.0, sp);
                 let rest = PExpr::Binary(BinOp::Sub, bx(one), bx(t.clone()));

@@ -149,7 +149,7 @@ fn boundary_conditions() {
 }
 
 /// `lerp(a, b, t)` is Halide's float lerp, `a * (1 - t) + b * t`; on integers it is a type error
-/// (Halide's integer lerp scales the weight, which weft does not have).
+/// (Halide's integer lerp scales the weight, which weft does not have); of literals alone, f32.
 #[test]
 fn lerp_of_floats() {
     let p = parse(
@@ -195,6 +195,16 @@ fn lerp_of_floats() {
         }",
     );
     assert!(d.message.contains("`lerp` takes floats"), "{d:?}");
+    // Literals only: a float lerp (127.5), converted to the func's type where it is stored.
+    for (ty, want) in [("u8", Scalar::U8(127)), ("f32", Scalar::F32(127.5))] {
+        let p = parse(&format!(
+            "pipeline l(input: f32[1]) -> out {{
+                out(x): {ty} = lerp(0, 255, 0.5);
+            }}"
+        ));
+        let got = realize(&p, &args, 0, &[(0, 2)]).unwrap();
+        assert!(got.iter().all(|v| *v.as_ref().unwrap() == want), "{ty}: {got:?}");
+    }
 }
 
 #[test]

@@ -222,6 +222,11 @@ pub enum Validity {
 /// A decision procedure for validity of `facts ⇒ goal` over integers and booleans.
 pub trait Solver {
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity;
+
+    /// A new unit of work begins (a proc to check, a scheduling step): limits that earlier
+    /// undecided queries tightened are restored, so its answers do not depend on the work
+    /// before it.
+    fn new_budget(&mut self) {}
 }
 
 /// Statistics kept by [`CachingSolver`].
@@ -260,8 +265,15 @@ impl<S: Solver> Solver for CachingSolver<S> {
         let t0 = std::time::Instant::now();
         let v = self.inner.check_valid(facts, goal);
         self.stats.solver_time += t0.elapsed();
-        self.cache.insert(key, v.clone());
+        // "Undecided" depends on the limit the query had; another unit of work may decide it.
+        if v != Validity::Unknown {
+            self.cache.insert(key, v.clone());
+        }
         v
+    }
+
+    fn new_budget(&mut self) {
+        self.inner.new_budget()
     }
 }
 
@@ -275,7 +287,10 @@ impl<S: Solver> Solver for CachingSolver<S> {
 /// named by first occurrence) and limited by a count of z3's own steps (`rlimit`), not by time.
 /// It is tried first in this solver's long-lived context with a small limit (fast: most
 /// obligations take a few thousand steps); what that leaves undecided is decided in a fresh
-/// context (about 10 ms to make), whose answer depends on the query alone.
+/// context (about 10 ms to make), whose answer depends on the query and on how many queries of
+/// the same unit of work (a proc, a scheduling step: [`Solver::new_budget`]) were undecided
+/// before it: after two, the limit drops to a tenth, so that a proc with many undecidable
+/// obligations is rejected in seconds rather than minutes.
 pub struct Z3Solver {
     solver: z3::Solver,
     /// Queries the solver could not decide so far.
@@ -284,8 +299,8 @@ pub struct Z3Solver {
 
 /// How much work a query may take in the fresh context, in z3's resource units (`rlimit`;
 /// about 0.5 to 1.5 per microsecond on the reference machine). One that runs out (non-linear,
-/// or pathological) is reported as undecided. After a few such queries the rest get a tenth,
-/// so that a program with many of them is rejected in seconds rather than minutes.
+/// or pathological) is reported as undecided. After a few such queries in one unit of work the
+/// rest get a tenth.
 const FIRST_RLIMIT: u32 = 3_000_000;
 const LATER_RLIMIT: u32 = 300_000;
 const FULL_LIMITS: u32 = 2;
@@ -452,6 +467,10 @@ impl Solver for Z3Solver {
             self.unknowns += 1;
         }
         result
+    }
+
+    fn new_budget(&mut self) {
+        self.unknowns = 0;
     }
 }
 

@@ -203,7 +203,10 @@ fn lerp_of_floats() {
             }}"
         ));
         let got = realize(&p, &args, 0, &[(0, 2)]).unwrap();
-        assert!(got.iter().all(|v| *v.as_ref().unwrap() == want), "{ty}: {got:?}");
+        assert!(
+            got.iter().all(|v| *v.as_ref().unwrap() == want),
+            "{ty}: {got:?}"
+        );
     }
 }
 

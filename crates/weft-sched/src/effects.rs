@@ -387,6 +387,11 @@ impl Analysis {
         self.solver.stats
     }
 
+    /// A new scheduling step begins: see [`Solver::new_budget`].
+    pub fn new_budget(&mut self) {
+        self.solver.new_budget()
+    }
+
     /// Is `facts ⇒ goal` valid? `Err` carries a counterexample (possibly empty when the solver
     /// gave up).
     pub fn prove(&mut self, facts: &[Term], goal: &Term) -> Result<(), Vec<(String, i64)>> {

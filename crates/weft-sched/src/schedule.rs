@@ -164,6 +164,7 @@ impl Schedule {
     ) -> Result<Cursor, SchedError> {
         let at = self.at(prim, c)?;
         let p = self.proc().clone();
+        self.analysis.new_budget();
         let (r, polluted) = f(&mut self.analysis, &p, &at)?;
         // Control arithmetic is 64-bit: a rewrite may copy a bound or a constant into a place
         // where it overflows (a shift by 2^63 - 1, a guard `n + 2^63 - 1 > 0`), or make a loop

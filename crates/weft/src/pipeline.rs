@@ -81,7 +81,10 @@ pub fn parse(p: &Program, name: &str) -> Result<Parsed, Error> {
         let ds = ds
             .into_iter()
             .map(|mut d| {
-                d.span = root.span;
+                // Built from text, a violation names its statement; else the pipeline.
+                if d.span == Span::DUMMY {
+                    d.span = root.span;
+                }
                 d
             })
             .collect();

@@ -157,6 +157,54 @@ schedule p_bad2 = p {
     assert!(text(&o).contains("no pipeline or pipeline schedule named `nope`"));
 }
 
+/// A validity violation is reported at the statement that breaks the rule, by the CLI too.
+#[test]
+fn validity_violations_are_reported_at_their_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.weft");
+    std::fs::write(
+        &f,
+        "pipeline p(input: f32[2]) -> g {
+    g(x, y): f32 = input(x, y);
+    g(x, y) += g(x + 1, y);
+}
+",
+    )
+    .unwrap();
+    let o = weft(&["lower", f.to_str().unwrap(), "p"]);
+    let t = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        t.contains("syntactic-separation") && t.contains(":3:5"),
+        "{t}"
+    );
+}
+
+/// Storage folding: a window of constant extent folds into a power of two rows; one wider than
+/// 2^30 rows does not (no power of two up to 2^30 would hold it).
+#[test]
+fn bounds_reports_folded_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("fold.weft");
+    let pipeline = |far: i64| {
+        format!(
+            "pipeline p{far}(input: u8[2]) -> out {{
+    f(x, y): u8 = input(x, y);
+    out(x, y): i32 = i32(f(x, y)) + i32(f(x, y + {far}));
+}}
+schedule s{far} = p{far} {{
+    f.store_root().compute_at(out, y);
+}}
+"
+        )
+    };
+    std::fs::write(&f, pipeline(2) + &pipeline(1_100_000_000)).unwrap();
+    let t = text(&weft(&["bounds", f.to_str().unwrap(), "s2"]));
+    assert!(t.contains("f: ") && t.contains("folded: 4 rows"), "{t}");
+    let t = text(&weft(&["bounds", f.to_str().unwrap(), "s1100000000"]));
+    assert!(t.contains("f: ") && !t.contains("folded"), "{t}");
+}
+
 /// The JIT caches compiled pipelines: a second compile reads the checked proc back and skips
 /// lowering and the proofs; a damaged entry is rebuilt; both compute the same.
 #[test]

@@ -132,6 +132,7 @@ impl Checker {
     fn walk_summarised(&mut self, p: &Proc, mode: Mode) -> (Vec<Diagnostic>, Summary) {
         if mode != Mode::Summary {
             self.procs += 1;
+            self.solver.new_budget();
         }
         let mut w = Walk {
             ck: self,

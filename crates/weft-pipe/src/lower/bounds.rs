@@ -567,9 +567,9 @@ impl Lower<'_> {
         let own = &self.funcs[f].stages[0];
         let plain = own.pure_of[k].is_some_and(|pv| own.loops.iter().any(|(lv, _)| *lv == pv));
         match extent.as_const() {
-            Some(e) if e >= 1 && !read_by_data && plain => {
-                let m = (e as u64).next_power_of_two().min(1 << 30) as i64;
-                Some((k, m, written))
+            // Windows beyond 2^30 rows stay unfolded (the rows must hold the window).
+            Some(e) if (1..=1 << 30).contains(&e) && !read_by_data && plain => {
+                Some((k, (e as u64).next_power_of_two() as i64, written))
             }
             _ => None,
         }

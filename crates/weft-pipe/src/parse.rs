@@ -433,9 +433,20 @@ impl Parser {
             loop {
                 let (r, rsp) = self.name()?;
                 self.expect("in")?;
+                let lo_at = self.span();
                 let lo = self.expr()?;
                 self.expect("..")?;
+                let hi_at = self.span();
                 let hi = self.expr()?;
+                for (e, at) in [(&lo, lo_at), (&hi, hi_at)] {
+                    if let Some(t) = self.natural(e).filter(|t| *t != COORD) {
+                        return Err(Diagnostic::new(
+                            "types",
+                            at,
+                            format!("a reduction bound has type {t}; bounds are {COORD}"),
+                        ));
+                    }
+                }
                 let lo = self.typed(lo, Some(COORD))?;
                 let hi = self.typed(hi, Some(COORD))?;
                 if rdom.iter().any(|d: &RDim| d.name == r) {

@@ -212,6 +212,15 @@ fn lerp_of_floats() {
 
 #[test]
 fn malformed_pipelines_are_diagnosed_at_the_place() {
+    // A reduction bound of another type is named as such (not as the `-` of its extent).
+    let text = "pipeline p(input: f32[1]) -> f {\n    f(x): f32 = 0.0;\n    f(x) += 1.0 for r in 0..input(0);\n}";
+    let d = parse_err(text);
+    assert_eq!(d.rule, "types");
+    assert!(
+        d.message.contains("a reduction bound has type f32"),
+        "{d:?}"
+    );
+    assert_eq!(&text[d.span.lo as usize..d.span.hi as usize], "input");
     let text = "pipeline p(input: u8[2]) -> f {\n    f(x, y): u8 = input(x, y) + nope;\n}";
     let d = parse_err(text);
     assert_eq!(d.rule, "unknown-name");

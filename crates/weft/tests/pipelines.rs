@@ -157,7 +157,8 @@ schedule p_bad2 = p {
     assert!(text(&o).contains("no pipeline or pipeline schedule named `nope`"));
 }
 
-/// A validity violation is reported at the statement that breaks the rule, by the CLI too.
+/// A validity violation is reported at the statement that breaks the rule, by `weft lower` and
+/// `weft check`.
 #[test]
 fn validity_violations_are_reported_at_their_statement() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,13 +172,20 @@ fn validity_violations_are_reported_at_their_statement() {
 ",
     )
     .unwrap();
-    let o = weft(&["lower", f.to_str().unwrap(), "p"]);
-    let t = text(&o);
-    assert!(!o.status.success());
-    assert!(
-        t.contains("syntactic-separation") && t.contains(":3:5"),
-        "{t}"
-    );
+    // `weft check` checks pipelines too.
+    for verb in ["lower", "check"] {
+        let mut args = vec![verb, f.to_str().unwrap()];
+        if verb == "lower" {
+            args.push("p");
+        }
+        let o = weft(&args);
+        let t = text(&o);
+        assert!(!o.status.success(), "{verb}");
+        assert!(
+            t.contains("syntactic-separation") && t.contains(":3:5"),
+            "{t}"
+        );
+    }
 }
 
 /// Storage folding: a window of constant extent folds into a power of two rows; one wider than

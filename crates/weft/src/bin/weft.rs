@@ -19,8 +19,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Check a .weft file: types, quasi-affine control, bounds and call preconditions (exit 0 when
-    /// well-formed and safe, 1 with diagnostics otherwise).
+    /// Check a .weft file: types, quasi-affine control, bounds and call preconditions; pipelines'
+    /// validity and their directives' legality (exit 0 when well-formed and safe, 1 with
+    /// diagnostics otherwise).
     Check { file: PathBuf },
     /// Print a .weft file in canonical form, its comments kept (`// run:` lines included).
     Fmt {
@@ -312,11 +313,18 @@ fn main() -> ExitCode {
             weft::check_parallel_loops(&program)?;
             let schedules = program.module.schedules.len();
             weft::apply_schedules(&mut program, None, |_, _, _| {})?;
+            // Pipelines and their schedules: validity and every directive's legality (lowering
+            // and its proofs are `weft lower`'s and `weft realize`'s).
+            let pipelines = weft::pipeline::names(&program);
+            for name in &pipelines {
+                weft::pipeline::parse(&program, name)?;
+            }
             println!(
-                "{}: ok ({} procs, {} schedules, {} solver queries, {:.1} ms)",
+                "{}: ok ({} procs, {} schedules, {} pipelines and pipeline schedules, {} solver queries, {:.1} ms)",
                 file.display(),
                 stats.procs,
                 schedules,
+                pipelines.len(),
                 stats.queries,
                 t0.elapsed().as_secs_f64() * 1e3
             );

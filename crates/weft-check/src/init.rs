@@ -303,17 +303,7 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         };
         return Term::Or(vec![case(&a, c.clone()), case(&b, Term::not(c))]);
     }
-    let elsewhere = eqs
-        .iter()
-        .map(|(l, r)| l.occurrences(id) + r.occurrences(id))
-        .chain(cond.iter().map(|t| t.occurrences(id)))
-        .chain(
-            bound
-                .iter()
-                .map(|b| b.1.occurrences(id) + b.2.occurrences(id)),
-        )
-        .sum::<usize>();
-    if elsewhere == 0 {
+    if occurrences(id, &eqs, None, &cond, &bound) == 0 {
         // Only the range mentions it: it exists when the range is not empty.
         cond.push(Term::lt(lo, hi));
         return member(eqs, cond, bound);
@@ -401,19 +391,6 @@ fn member_folded(
     (v, lo, hi): (&Var, &Term, &Term),
 ) -> Option<Term> {
     let id = v.id;
-    let elsewhere = |skip: usize| {
-        eqs.iter()
-            .enumerate()
-            .filter(|(j, _)| *j != skip)
-            .map(|(_, (l, r))| l.occurrences(id) + r.occurrences(id))
-            .chain(cond.iter().map(|t| t.occurrences(id)))
-            .chain(
-                bound
-                    .iter()
-                    .map(|b| b.1.occurrences(id) + b.2.occurrences(id)),
-            )
-            .sum::<usize>()
-    };
     // `e(v) = x` solved for `v` without a divisibility condition (unit coefficient).
     let unit = |inner: &Term, x: Term| solve(id, inner, x).filter(|(_, side)| side.is_empty());
     for (k, (l, r)) in eqs.iter().enumerate() {
@@ -448,7 +425,7 @@ fn member_folded(
                 alternatives.push(member(rest, cond, bound));
             }
         }
-        if elsewhere(k) == 0 {
+        if occurrences(id, eqs, Some(k), cond, bound) == 0 {
             if let Some((value, _)) = unit(inner, r.clone()) {
                 let mut cond = cond.to_vec();
                 cond.push(Term::le(Term::Int(0), r.clone()));
@@ -469,6 +446,28 @@ fn member_folded(
         }
     }
     None
+}
+
+/// How often variable `id` occurs in the equations (but equation `skip`), the conditions and
+/// the ranges of the other bound variables.
+fn occurrences(
+    id: u64,
+    eqs: &[(Term, Term)],
+    skip: Option<usize>,
+    cond: &[Term],
+    bound: &[(Var, Term, Term)],
+) -> usize {
+    eqs.iter()
+        .enumerate()
+        .filter(|(j, _)| Some(*j) != skip)
+        .map(|(_, (l, r))| l.occurrences(id) + r.occurrences(id))
+        .chain(cond.iter().map(|t| t.occurrences(id)))
+        .chain(
+            bound
+                .iter()
+                .map(|b| b.1.occurrences(id) + b.2.occurrences(id)),
+        )
+        .sum()
 }
 
 /// The first `ite` in `t` (outermost first) whose branches mention variable `id` and whose

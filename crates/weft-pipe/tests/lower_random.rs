@@ -225,6 +225,11 @@ fn pipeline(r: &mut Rng) -> Pipeline {
     if nfuncs > 1 && r.chance(20) {
         outputs.push(r.below(nfuncs - 1));
     }
+    over_one_input(rank, funcs, outputs)
+}
+
+/// A pipeline `p` of `funcs` over one i32 input of `rank` dimensions and an i32 parameter `n`.
+fn over_one_input(rank: usize, funcs: Vec<Func>, outputs: Vec<usize>) -> Pipeline {
     Pipeline {
         name: "p".into(),
         params: vec![Param {
@@ -656,12 +661,28 @@ fn run_case(p: &Pipeline, s: &Schedule, r: &mut Rng, t: &mut Tally) {
     }
 }
 
-#[test]
-fn random_pipelines_and_schedules_match_the_reference() {
-    let cases: usize = std::env::var("WEFT_PIPE_CASES")
+/// Random cases per test: `WEFT_PIPE_CASES` (the long mode), else 200.
+fn cases() -> usize {
+    std::env::var("WEFT_PIPE_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(200)
+}
+
+/// Most runs match (the rest stop at named preconditions) and proofs the solver gives up on
+/// are rare: a lowering change that makes procs harder to prove (as partitioning split loops
+/// once did) shows up here.
+fn assert_mostly_decided_and_matched(t: &Tally) {
+    assert!(t.matched * 2 >= t.lowered, "too few runs matched: {t:?}");
+    assert!(
+        t.undecided * 50 <= t.lowered.max(50),
+        "more than 2% of the lowered procs are undecided: {t:?}"
+    );
+}
+
+#[test]
+fn random_pipelines_and_schedules_match_the_reference() {
+    let cases = cases();
     let mut t = Tally::default();
     let mut r = Rng(0x9E37_79B9_7F4A_7C15);
     for case in 0..cases {
@@ -687,13 +708,7 @@ fn random_pipelines_and_schedules_match_the_reference() {
     }
     eprintln!("{t:?}");
     assert!(t.pipelines * 2 >= cases, "{t:?}");
-    assert!(t.matched * 2 >= t.lowered, "too few runs matched: {t:?}");
-    // Proofs the solver gives up on are tolerated, but rare: a lowering change that makes
-    // procs harder to prove (as partitioning split loops once did) shows up here.
-    assert!(
-        t.undecided * 50 <= t.lowered.max(50),
-        "more than 2% of the lowered procs are undecided: {t:?}"
-    );
+    assert_mostly_decided_and_matched(&t);
     assert!(t.folded >= 1, "no schedule folds storage: {t:?}");
     assert!(
         t.races * 200 <= t.lowered.max(200),
@@ -735,20 +750,7 @@ fn stencil_chain(r: &mut Rng) -> Pipeline {
             place: weft_pipe::ast::Place::NONE,
         });
     }
-    Pipeline {
-        name: "p".into(),
-        params: vec![Param {
-            name: "n".into(),
-            ty: DType::I32,
-        }],
-        inputs: vec![Input {
-            name: "input".into(),
-            elem: DType::I32,
-            rank: 2,
-        }],
-        outputs: vec![nfuncs - 1],
-        funcs,
-    }
+    over_one_input(2, funcs, vec![nfuncs - 1])
 }
 
 /// Storage folding, sought out: stencil chains whose producers are stored per strip of output
@@ -757,10 +759,7 @@ fn stencil_chain(r: &mut Rng) -> Pipeline {
 /// same checks as above: the checker, the reference on random windows, compiled C now and then.
 #[test]
 fn folded_sliding_windows_match_the_reference() {
-    let cases: usize = std::env::var("WEFT_PIPE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+    let cases = cases();
     let mut t = Tally::default();
     let mut r = Rng(0xF01D_5EED_0BAD_CAFE);
     let tails = [Tail::GuardWithIf, Tail::ShiftInwards, Tail::RoundUp];
@@ -806,11 +805,7 @@ fn folded_sliding_windows_match_the_reference() {
         run_case(&p, &s, &mut r, &mut t);
     }
     eprintln!("{t:?}");
-    assert!(t.matched * 2 >= t.lowered, "too few runs matched: {t:?}");
-    assert!(
-        t.undecided * 50 <= t.lowered.max(50),
-        "more than 2% of the lowered procs are undecided: {t:?}"
-    );
+    assert_mostly_decided_and_matched(&t);
     assert!(
         t.folded * 4 >= t.lowered,
         "too few schedules fold storage: {t:?}"

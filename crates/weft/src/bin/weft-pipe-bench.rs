@@ -44,10 +44,14 @@ struct Layout {
     channels: Option<usize>,
 }
 
-const U16: Layout = Layout {
-    f32: false,
-    channels: None,
-};
+const U16: Layout = u16s(None);
+
+const fn u16s(channels: Option<usize>) -> Layout {
+    Layout {
+        f32: false,
+        channels,
+    }
+}
 
 /// A scalar parameter: `i32` parameters are passed by value, others as 0-d buffers.
 #[derive(Clone, Copy)]
@@ -120,14 +124,8 @@ fn apps() -> Vec<App> {
             name: "local_laplacian",
             border: 0,
             pad: 0,
-            input: Layout {
-                f32: false,
-                channels: Some(3),
-            },
-            output: Layout {
-                f32: false,
-                channels: Some(3),
-            },
+            input: u16s(Some(3)),
+            output: u16s(Some(3)),
             // 8 intensity levels; the peer divides alpha by levels - 1 (as the app's
             // process.cpp does), weft's pipeline is given the quotient.
             params: &[

@@ -682,6 +682,16 @@ pub const DIRECTIVES: &[Primitive] = &[
         "Widens the func's computed region in that dimension so that its min is `remainder` plus a multiple of `modulus` and its extent a multiple of `modulus` (the points added are computed too).",
         "`modulus >= 1`, `0 <= remainder < modulus`; the func is not an output (its region is the caller's window).",
     ),
+    prim(
+        "specialize",
+        &[req(
+            "cond",
+            ParamKind::Cond,
+            "a condition over i32 parameters, input bounds (`in.extent(0)`) and output windows (`out.extent(0)`)",
+        )],
+        "Makes a version of the stage used when `cond` holds: the directives after it in the chain schedule that version, starting from the stage's loops as they stand (Halide's `specialize`). Versions are tried in order; the stage's own loops run when no condition holds.",
+        "`cond` is a startup condition; the chain after it has loop directives only (where the func is computed and stored is one for all versions), and a version is not specialized again.",
+    ),
 ];
 
 /// The directive named `name`.

@@ -119,6 +119,13 @@ pub enum Expr {
         dim: usize,
         extent: bool,
     },
+    /// The min (or the extent) of dimension `dim` of the window of output `output` (a position
+    /// in the pipeline's outputs): known only to schedules, for `specialize` conditions.
+    OutputDim {
+        output: usize,
+        dim: usize,
+        extent: bool,
+    },
     Call(Callee, Vec<Expr>),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
@@ -164,7 +171,8 @@ impl Expr {
             | Expr::Var(_)
             | Expr::RVar(_)
             | Expr::Param(_)
-            | Expr::InputDim { .. } => {}
+            | Expr::InputDim { .. }
+            | Expr::OutputDim { .. } => {}
             Expr::Call(_, args) | Expr::Math(_, args) => args.iter().for_each(|a| a.walk(f)),
             Expr::Unary(_, a) | Expr::Cast(_, a) => a.walk(f),
             Expr::Binary(_, a, b) => {

@@ -412,6 +412,7 @@ impl Evaluator<'_> {
                     .ok_or("no such input dimension")?;
                 Ok(coord(if *extent { r.1 } else { r.0 }))
             }
+            Expr::OutputDim { .. } => Err("an output's window is not a value of the algorithm")?,
             Expr::Call(callee, args) => {
                 let mut idx = Vec::with_capacity(args.len());
                 let mut err = None;

@@ -62,6 +62,8 @@ pub(crate) struct Parser {
     depth: usize,
     p: Pipeline,
     names: HashMap<String, Name>,
+    /// Reading a schedule's condition: `out.min(d)` / `out.extent(d)` of outputs are values.
+    windows: bool,
 }
 
 fn dtype(s: &str) -> Option<DType> {
@@ -132,7 +134,29 @@ impl Parser {
                 outputs: Vec::new(),
             },
             names: HashMap::new(),
+            windows: false,
         })
+    }
+
+    /// Read what follows as a schedule's startup condition over pipeline `p`: a boolean
+    /// expression of its i32 parameters, the bounds of its inputs and the windows of its
+    /// outputs (`out.extent(0)`).
+    pub(crate) fn startup_condition(&mut self, p: &Pipeline) -> PResult<Expr> {
+        self.p = p.clone();
+        self.names.clear();
+        for (k, q) in p.params.iter().enumerate() {
+            self.names.insert(q.name.clone(), Name::Param(k));
+        }
+        for (k, i) in p.inputs.iter().enumerate() {
+            self.names.insert(i.name.clone(), Name::Input(k));
+        }
+        for (k, f) in p.funcs.iter().enumerate() {
+            self.names.insert(f.name.clone(), Name::Func(k));
+        }
+        self.windows = true;
+        let e = self.expr();
+        self.windows = false;
+        self.typed(e?, Some(DType::Bool))
     }
 
     pub(crate) fn tok(&self) -> &Tok {
@@ -792,6 +816,23 @@ impl Parser {
         }
     }
 
+    /// `.min(d)` or `.extent(d)`: `d`, which, and where the name is.
+    fn dim_query(&mut self) -> PResult<(usize, String, Span)> {
+        self.expect(".")?;
+        let (m, msp) = self.name()?;
+        if m != "min" && m != "extent" {
+            return Err(Diagnostic::new(
+                "syntax",
+                msp,
+                format!("expected `min` or `extent`, found `{m}`"),
+            ));
+        }
+        self.expect("(")?;
+        let d = self.int()?;
+        self.expect(")")?;
+        Ok((usize::try_from(d).unwrap_or(usize::MAX), m, msp))
+    }
+
     fn named(&mut self, s: &str, sp: Span) -> PResult<PExpr> {
         let arity = |this: &Self, args: &[PExpr], n: usize| -> PResult<()> {
             if args.len() != n {
@@ -809,22 +850,36 @@ impl Parser {
                 Name::Var(k) => Ok(PExpr::Typed(Expr::Var(k), COORD)),
                 Name::RVar(k) => Ok(PExpr::Typed(Expr::RVar(k), COORD)),
                 Name::Param(k) => Ok(PExpr::Typed(Expr::Param(k), self.p.params[k].ty)),
+                Name::Func(f) if self.windows => {
+                    // `out.min(d)`, `out.extent(d)` of an output's window
+                    let (d, m, msp) = self.dim_query()?;
+                    let output = self.p.outputs.iter().position(|&o| o == f);
+                    match output {
+                        Some(output) if d < self.p.funcs[f].vars.len() => Ok(PExpr::Typed(
+                            Expr::OutputDim {
+                                output,
+                                dim: d,
+                                extent: m == "extent",
+                            },
+                            COORD,
+                        )),
+                        _ => Err(Diagnostic::new(
+                            "syntax",
+                            msp,
+                            format!("`{s}.{m}({d})`: a condition may use `.min(d)` and `.extent(d)` of an output's window, for d below its rank"),
+                        )),
+                    }
+                }
                 Name::Func(f) => {
                     let args = self.args()?;
                     arity(self, &args, self.p.funcs[f].vars.len())?;
                     Ok(PExpr::Call(Callee::Func(f), args, self.p.funcs[f].ty))
                 }
                 Name::Input(k) => {
-                    if self.eat(".") {
+                    if self.is(".") {
                         // `input.min(d)`, `input.extent(d)`
-                        let (m, msp) = self.name()?;
-                        self.expect("(")?;
-                        let d = self.int()?;
-                        self.expect(")")?;
-                        if m != "min" && m != "extent"
-                            || d < 0
-                            || d as usize >= self.p.inputs[k].rank
-                        {
+                        let (d, m, msp) = self.dim_query()?;
+                        if d >= self.p.inputs[k].rank {
                             return Err(Diagnostic::new(
                                 "syntax",
                                 msp,
@@ -834,7 +889,7 @@ impl Parser {
                         return Ok(PExpr::Typed(
                             Expr::InputDim {
                                 input: k,
-                                dim: d as usize,
+                                dim: d,
                                 extent: m == "extent",
                             },
                             COORD,
@@ -1103,7 +1158,7 @@ impl Parser {
     fn lit_type(&self, e: &Expr) -> DType {
         match e {
             Expr::Lit(s) => s.dtype(),
-            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } => COORD,
+            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } | Expr::OutputDim { .. } => COORD,
             Expr::Param(k) => self.p.params[*k].ty,
             Expr::Call(Callee::Func(f), _) => self.p.funcs[*f].ty,
             Expr::Call(Callee::Input(k), _) => self.p.inputs[*k].elem,

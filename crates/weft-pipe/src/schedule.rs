@@ -71,6 +71,19 @@ pub struct StageSchedule {
     pub splits: Vec<SplitOp>,
     /// The loops, innermost first.
     pub dims: Vec<Dim>,
+    /// `specialize`: other loop structures of the stage, each used when its condition holds
+    /// (the first that holds; this one when none does).
+    pub specializations: Vec<Specialization>,
+}
+
+/// A `specialize(cond)` of a stage: when `cond` holds, the stage runs with `stage`'s loops.
+/// `cond` is a startup condition (i32 parameters, the bounds of inputs, the windows of
+/// outputs), so every point is computed by exactly one of the versions, all of which compute
+/// the same values: the choice changes speed, never the result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Specialization {
+    pub cond: Expr,
+    pub stage: StageSchedule,
 }
 
 /// Where a func is computed or stored.
@@ -236,6 +249,19 @@ fn place_in_order<T: Clone>(v: &mut [T], at: &[usize]) {
     }
 }
 
+/// Whether `e` is a condition: a comparison, or conditions joined by `and`, `or`, `not` (or a
+/// boolean literal).
+fn is_condition(e: &Expr) -> bool {
+    use weft_ir::{BinOp, UnOp};
+    match e {
+        Expr::Lit(v) => v.dtype() == weft_ir::DType::Bool,
+        Expr::Unary(UnOp::Not, a) => is_condition(a),
+        Expr::Binary(BinOp::And | BinOp::Or, a, b) => is_condition(a) && is_condition(b),
+        Expr::Binary(op, _, _) => op.is_comparison(),
+        _ => false,
+    }
+}
+
 /// The pure variables that appear plainly at their own position on a stage's left-hand side.
 pub fn stage_pure_vars(p: &Pipeline, func: usize, stage: usize) -> Vec<usize> {
     let f = &p.funcs[func];
@@ -287,6 +313,7 @@ impl Schedule {
                         StageSchedule {
                             splits: Vec::new(),
                             dims,
+                            specializations: Vec::new(),
                         }
                     })
                     .collect();
@@ -310,6 +337,8 @@ pub struct FuncHandle<'a> {
     pub(crate) s: &'a mut Schedule,
     pub(crate) func: usize,
     pub(crate) stage: usize,
+    /// The specialization of the stage the directives go to (`None`: the stage itself).
+    pub(crate) spec: Option<usize>,
 }
 
 impl Schedule {
@@ -331,6 +360,7 @@ impl Schedule {
             s: self,
             func,
             stage: 0,
+            spec: None,
         })
     }
 }
@@ -341,19 +371,87 @@ impl FuncHandle<'_> {
     }
 
     fn stage_name(&self) -> String {
-        if self.stage == 0 {
+        let mut name = if self.stage == 0 {
             self.fname().to_string()
         } else {
             format!("{}.update({})", self.fname(), self.stage - 1)
+        };
+        if let Some(k) = self.spec {
+            name += &format!(".specialize#{k}");
+        }
+        name
+    }
+
+    /// The loop structure the directives change: the stage's, or its specialization's.
+    fn stage_ref(&self) -> &StageSchedule {
+        let st = &self.s.funcs[self.func].stages[self.stage];
+        match self.spec {
+            Some(k) => &st.specializations[k].stage,
+            None => st,
         }
     }
 
     fn stage_mut(&mut self) -> &mut StageSchedule {
-        &mut self.s.funcs[self.func].stages[self.stage]
+        let st = &mut self.s.funcs[self.func].stages[self.stage];
+        match self.spec {
+            Some(k) => &mut st.specializations[k].stage,
+            None => st,
+        }
+    }
+
+    /// Directives on the whole func (where it is computed and stored, its bounds and layout)
+    /// are not per version of a stage, as in Halide, whose `Stage` has none of them.
+    fn func_level(&self, d: &str) -> R {
+        match self.spec {
+            None => Ok(()),
+            Some(_) => Err(err(
+                d.to_string(),
+                "specialize-stage",
+                format!(
+                    "`{}` is a specialization, which has its own loops only; give func-level directives on `{}` before `specialize`",
+                    self.stage_name(),
+                    self.fname()
+                ),
+            )),
+        }
+    }
+
+    /// `specialize(cond)`: the directives that follow schedule a copy of the stage's loop
+    /// structure as it stands, used when `cond` holds (Halide's `Func::specialize`). Several
+    /// specializations of a stage are tried in order; the stage's own loops run when none
+    /// holds.
+    pub fn specialize(mut self, cond: Expr) -> Result<Self, DirectiveError> {
+        let d = format!("{}.specialize(..)", self.stage_name());
+        if self.spec.is_some() {
+            return Err(err(
+                d,
+                "specialize-nested",
+                "a specialization cannot be specialized again; join the conditions with `and` in one specialization".into(),
+            ));
+        }
+        self.startup(&d, &cond, true)?;
+        if !is_condition(&cond) {
+            return Err(err(
+                d,
+                "specialize",
+                "the condition must be a comparison, or comparisons joined by `and`, `or`, `not`"
+                    .into(),
+            ));
+        }
+        let st = &mut self.s.funcs[self.func].stages[self.stage];
+        let copy = StageSchedule {
+            splits: st.splits.clone(),
+            dims: st.dims.clone(),
+            specializations: Vec::new(),
+        };
+        st.specializations
+            .push(Specialization { cond, stage: copy });
+        self.spec = Some(st.specializations.len() - 1);
+        Ok(self)
     }
 
     fn dim_index(&self, directive: &str, name: &str) -> Result<usize, DirectiveError> {
-        let dims = &self.s.funcs[self.func].stages[self.stage].dims;
+        let dims = &self.stage_ref().dims;
         dims.iter()
             .position(|d| d.name == name)
             .ok_or_else(|| DirectiveError {
@@ -367,7 +465,7 @@ impl FuncHandle<'_> {
     /// A name for a new loop must not be any variable the stage has or had.
     fn fresh(&self, directive: &str, name: &str) -> R {
         let f = &self.p.funcs[self.func];
-        let st = &self.s.funcs[self.func].stages[self.stage];
+        let st = &self.stage_ref();
         let taken = f.vars.iter().any(|v| v == name)
             || (self.stage > 0
                 && f.updates[self.stage - 1]
@@ -397,7 +495,7 @@ impl FuncHandle<'_> {
 
     /// The stage's loops as they stand, innermost first.
     pub fn dims(&self) -> &[Dim] {
-        &self.s.funcs[self.func].stages[self.stage].dims
+        &self.stage_ref().dims
     }
 
     /// The whole schedule.
@@ -407,6 +505,7 @@ impl FuncHandle<'_> {
 
     /// Switch to update stage `k` (0-based) of this func.
     pub fn update(mut self, k: usize) -> Result<Self, DirectiveError> {
+        self.func_level(&format!("{}.update({k})", self.stage_name()))?;
         let n = self.p.funcs[self.func].updates.len();
         if k >= n {
             return Err(err(
@@ -463,7 +562,7 @@ impl FuncHandle<'_> {
                 self.fresh(&d, n)?;
             }
         }
-        let before = self.s.funcs[self.func].stages[self.stage].clone();
+        let before = self.stage_ref().clone();
         let st = self.stage_mut();
         let old_dim = st.dims[at].clone();
         st.splits.push(SplitOp::Split {
@@ -494,7 +593,7 @@ impl FuncHandle<'_> {
     /// split of a parallel loop, or of the loop inside it, can make its tiles overlap); if not,
     /// the stage is put back as it was `before` and the directive rejected.
     fn keep_parallel_disjoint(&mut self, d: &str, before: StageSchedule) -> R {
-        let st = &self.s.funcs[self.func].stages[self.stage];
+        let st = &self.stage_ref();
         let bad = st
             .dims
             .iter()
@@ -526,7 +625,7 @@ impl FuncHandle<'_> {
         let d = format!("{}.fuse({inner}, {outer}, {fused})", self.stage_name());
         let i = self.dim_index(&d, inner)?;
         let o = self.dim_index(&d, outer)?;
-        let dims = &self.s.funcs[self.func].stages[self.stage].dims;
+        let dims = &self.stage_ref().dims;
         if o != i + 1 {
             let mut alt = Vec::new();
             if let Some(n) = dims.get(i + 1) {
@@ -575,7 +674,7 @@ impl FuncHandle<'_> {
             }
             at.push(k);
         }
-        let dims = self.s.funcs[self.func].stages[self.stage].dims.clone();
+        let dims = self.stage_ref().dims.clone();
         let mut new = dims.clone();
         place_in_order(&mut new, &at);
         let order = |ds: &[Dim]| -> Vec<String> {
@@ -604,6 +703,7 @@ impl FuncHandle<'_> {
     /// (innermost first), in the positions they held; the others stay where they are.
     pub fn reorder_storage(&mut self, vars: &[&str]) -> Result<&mut Self, DirectiveError> {
         let d = format!("{}.reorder_storage({})", self.fname(), vars.join(", "));
+        self.func_level(&d)?;
         if self.p.outputs.contains(&self.func) {
             return Err(err(
                 d,
@@ -633,8 +733,9 @@ impl FuncHandle<'_> {
 
     fn set_kind(&mut self, directive: String, var: &str, kind: LoopKind) -> R {
         let k = self.dim_index(&directive, var)?;
-        if kind == LoopKind::Parallel && !self.s.funcs[self.func].stages[self.stage].dims[k].pure {
-            let alts = self.s.funcs[self.func].stages[self.stage]
+        if kind == LoopKind::Parallel && !self.stage_ref().dims[k].pure {
+            let alts = self
+                .stage_ref()
                 .dims
                 .iter()
                 .filter(|x| x.pure)
@@ -650,7 +751,7 @@ impl FuncHandle<'_> {
             });
         }
         if kind == LoopKind::Parallel {
-            let splits = &self.s.funcs[self.func].stages[self.stage].splits;
+            let splits = &self.stage_ref().splits;
             if overlaps(splits, splits.len(), var) {
                 return Err(DirectiveError {
                     directive,
@@ -784,6 +885,7 @@ impl FuncHandle<'_> {
 
     /// `compute_root()`.
     pub fn compute_root(&mut self) -> Result<&mut Self, DirectiveError> {
+        self.func_level(&format!("{}.compute_root()", self.fname()))?;
         self.s.funcs[self.func].compute = Level::Root;
         Ok(self)
     }
@@ -791,6 +893,7 @@ impl FuncHandle<'_> {
     /// `compute_at(consumer, var)`: where is checked by lowering, which knows every access.
     pub fn compute_at(&mut self, consumer: &str, var: &str) -> Result<&mut Self, DirectiveError> {
         let d = format!("{}.compute_at({consumer}, {var})", self.fname());
+        self.func_level(&d)?;
         self.check_computable(&d)?;
         let level = self.level_of(&d, consumer, Some(var))?;
         self.s.funcs[self.func].compute = level;
@@ -800,6 +903,7 @@ impl FuncHandle<'_> {
     /// `compute_inline()`: substitute the definition into every consumer.
     pub fn compute_inline(&mut self) -> Result<&mut Self, DirectiveError> {
         let d = format!("{}.compute_inline()", self.fname());
+        self.func_level(&d)?;
         self.check_computable(&d)?;
         if !self.p.funcs[self.func].updates.is_empty() {
             return Err(DirectiveError {
@@ -818,6 +922,7 @@ impl FuncHandle<'_> {
 
     /// `store_root()`.
     pub fn store_root(&mut self) -> Result<&mut Self, DirectiveError> {
+        self.func_level(&format!("{}.store_root()", self.fname()))?;
         self.s.funcs[self.func].store = Some(Level::Root);
         Ok(self)
     }
@@ -825,6 +930,7 @@ impl FuncHandle<'_> {
     /// `store_at(consumer, var)`.
     pub fn store_at(&mut self, consumer: &str, var: &str) -> Result<&mut Self, DirectiveError> {
         let d = format!("{}.store_at({consumer}, {var})", self.fname());
+        self.func_level(&d)?;
         self.check_computable(&d)?;
         let level = self.level_of(&d, consumer, Some(var))?;
         self.s.funcs[self.func].store = Some(level);
@@ -839,9 +945,10 @@ impl FuncHandle<'_> {
         extent: Expr,
     ) -> Result<&mut Self, DirectiveError> {
         let d = format!("{}.bound({var}, ..)", self.fname());
+        self.func_level(&d)?;
         let dim = self.pure_dim(&d, var)?;
-        self.startup(&d, &min)?;
-        self.startup(&d, &extent)?;
+        self.startup(&d, &min, false)?;
+        self.startup(&d, &extent, false)?;
         self.s.funcs[self.func].bounds.push(Bound {
             dim,
             min: Some(min),
@@ -851,12 +958,23 @@ impl FuncHandle<'_> {
     }
 
     /// A directive's expression must be a startup expression: i32 literals and parameters and
-    /// the bounds of inputs, with arithmetic.
-    fn startup(&self, d: &str, e: &Expr) -> R {
+    /// the bounds of inputs (and, with `outputs`, the windows of outputs and booleans), with
+    /// arithmetic.
+    fn startup(&self, d: &str, e: &Expr, outputs: bool) -> R {
         let mut bad = None;
         e.walk(&mut |x| {
             let ok = match x {
-                Expr::Lit(v) => v.dtype() == crate::ast::COORD,
+                Expr::Lit(v) => {
+                    v.dtype() == crate::ast::COORD || (outputs && v.dtype() == weft_ir::DType::Bool)
+                }
+                Expr::OutputDim { output, dim, .. } => {
+                    outputs
+                        && self
+                            .p
+                            .outputs
+                            .get(*output)
+                            .is_some_and(|&f| *dim < self.p.funcs[f].vars.len())
+                }
                 Expr::Param(k) => self
                     .p
                     .params
@@ -877,7 +995,7 @@ impl FuncHandle<'_> {
             Some(x) => Err(err(
                 d.to_string(),
                 "startup",
-                format!("`{x}` is not a startup expression (i32 literals, i32 parameters of the pipeline, bounds of its inputs)"),
+                format!("`{x}` is not a startup expression (i32 literals, i32 parameters of the pipeline, bounds of its inputs{})", if outputs { ", windows of its outputs" } else { "" }),
             )),
         }
     }
@@ -885,8 +1003,9 @@ impl FuncHandle<'_> {
     /// `bound_extent(var, extent)`.
     pub fn bound_extent(&mut self, var: &str, extent: Expr) -> Result<&mut Self, DirectiveError> {
         let d = format!("{}.bound_extent({var}, ..)", self.fname());
+        self.func_level(&d)?;
         let dim = self.pure_dim(&d, var)?;
-        self.startup(&d, &extent)?;
+        self.startup(&d, &extent, false)?;
         self.s.funcs[self.func].bounds.push(Bound {
             dim,
             min: None,
@@ -907,6 +1026,7 @@ impl FuncHandle<'_> {
             "{}.align_bounds({var}, {modulus}, {remainder})",
             self.fname()
         );
+        self.func_level(&d)?;
         let dim = self.pure_dim(&d, var)?;
         if self.p.outputs.contains(&self.func) {
             return Err(err(

@@ -34,6 +34,7 @@ pub struct PipelineSchedule {
 enum Arg {
     Name(String),
     Int(i64),
+    Cond(crate::ast::Expr),
 }
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -106,13 +107,18 @@ fn chain(ps: &mut Parser, p: &Pipeline, s: &mut Schedule, f: &str) -> PResult<()
                 ),
             )
         })?;
-        let args = directive_args(ps, prim, span)?;
+        let args = directive_args(ps, p, prim, span)?;
         h = apply(h, prim, &args).map_err(|e| diagnostic(e, span))?;
     }
     ps.expect(";")
 }
 
-fn directive_args(ps: &mut Parser, prim: &Primitive, span: Span) -> PResult<Vec<Arg>> {
+fn directive_args(
+    ps: &mut Parser,
+    p: &Pipeline,
+    prim: &Primitive,
+    span: Span,
+) -> PResult<Vec<Arg>> {
     ps.expect("(")?;
     let mut args = Vec::new();
     while !ps.is(")") {
@@ -124,6 +130,7 @@ fn directive_args(ps: &mut Parser, prim: &Primitive, span: Span) -> PResult<Vec<
         };
         let arg = match param.kind {
             ParamKind::Int => Arg::Int(ps.int()?),
+            ParamKind::Cond => Arg::Cond(ps.startup_condition(p)?),
             ParamKind::Word(words) => {
                 let (w, wsp) = ps.name()?;
                 if !words.contains(&w.as_str()) {
@@ -189,6 +196,12 @@ fn apply<'a>(
     let lit = |v: i64| crate::ast::Expr::int(v as i32);
     match prim.name {
         "update" => return h.update(int(0).unwrap_or(0).max(0) as usize),
+        "specialize" => {
+            return match args.first() {
+                Some(Arg::Cond(c)) => h.specialize(c.clone()),
+                _ => unreachable!("`specialize` takes a condition"),
+            }
+        }
         "split" => {
             let t = args.get(4).map_or(h.auto_tail(), |_| tail(name(4)));
             h.split(name(0), name(1), name(2), int(3).unwrap_or(0), t)?;

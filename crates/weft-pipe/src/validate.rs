@@ -260,6 +260,12 @@ impl Validator<'_> {
                     None
                 }
             },
+            Expr::OutputDim { .. } => {
+                self.err("startup-expression", format!(
+                    "`{fname}` reads the window of an output, which only a schedule's `specialize` condition may"
+                ));
+                None
+            }
             Expr::Var(k) | Expr::RVar(k) if ctx.startup => {
                 let _ = k;
                 self.err("startup-expression", format!(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{add, dram, off, run, x, Outcome};
+use common::{add, dram, off, run, windows, x, Outcome};
 use weft_interp::Scalar;
 use weft_ir::{BinOp, DType};
 use weft_pipe::ast::{Expr, Func, Input, Pipeline};
@@ -56,15 +56,6 @@ fn blur() -> Pipeline {
         funcs: vec![f("bx", bx), f("by", by)],
         outputs: vec![1],
     }
-}
-
-fn windows() -> Vec<Vec<(i64, i64)>> {
-    vec![
-        vec![(0, 1), (0, 1)],
-        vec![(-3, 7), (5, 5)],
-        vec![(2, 16), (-1, 9)],
-        vec![(10, 13), (3, 1)],
-    ]
 }
 
 fn check_all(p: &Pipeline, s: &Schedule) {

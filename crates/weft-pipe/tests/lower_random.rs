@@ -331,6 +331,37 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
             let _ = h.reorder_storage(&vars);
         }
     }
+    // Specializations, from a generator of their own: a version of a stage, for a random
+    // condition on the output's window or the parameter, with a split (keeping the loop's
+    // name, so compute levels stay valid in every version) and a loop kind of its own.
+    let mut sr = Rng(r.0 ^ 0x5BEC_1A15_u64);
+    let stages: Vec<(usize, usize)> = (0..n)
+        .flat_map(|f| (0..=p.funcs[f].updates.len()).map(move |st| (f, st)))
+        .collect();
+    let mut specializations = 0;
+    while sr.chance(if specializations == 0 { 25 } else { 30 }) && specializations < 3 {
+        specializations += 1;
+        let (f, stage) = stages[sr.below(stages.len())];
+        let name = p.funcs[f].name.clone();
+        let mut h = s.func(p, &name).unwrap();
+        if stage > 0 {
+            h = h.update(stage - 1).unwrap();
+        }
+        let Ok(mut h) = h.specialize(condition(&mut sr, p)) else {
+            continue;
+        };
+        let now = h.s_dims();
+        let old = now[sr.below(now.len())].clone();
+        let inner = format!("{old}s{specializations}");
+        let tail = [Tail::GuardWithIf, Tail::ShiftInwards, Tail::RoundUp][sr.below(3)];
+        if h.split(&old, &old, &inner, sr.range(1, 5), tail).is_ok() {
+            let _ = match sr.below(3) {
+                0 => h.vectorize(&inner),
+                1 => h.unroll(&inner),
+                _ => h.parallel(&old),
+            };
+        }
+    }
     // Compute levels, consumers first: the root, inline, or a loop of a later func.
     for f in (0..n).rev() {
         if p.outputs.contains(&f) {
@@ -366,6 +397,41 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
     s
 }
 
+/// A random startup condition: on the first output's window (whose mins are -4..4 and
+/// extents 1..7 in `run_case`) or the parameter, or two of them joined.
+fn condition(r: &mut Rng, p: &Pipeline) -> Expr {
+    let one = |r: &mut Rng| {
+        let dim = r.below(p.funcs[p.outputs[0]].vars.len());
+        let (e, k) = match r.below(3) {
+            0 => (
+                Expr::OutputDim {
+                    output: 0,
+                    dim,
+                    extent: true,
+                },
+                r.range(1, 7),
+            ),
+            1 => (
+                Expr::OutputDim {
+                    output: 0,
+                    dim,
+                    extent: false,
+                },
+                r.range(-4, 4),
+            ),
+            _ => (Expr::Param(0), r.range(-1, 4)),
+        };
+        let op = [BinOp::Lt, BinOp::Ge, BinOp::Eq, BinOp::Ne][r.below(4)];
+        bin(op, e, int(k))
+    };
+    let c = one(r);
+    if r.chance(30) {
+        bin(BinOp::And, c, one(r))
+    } else {
+        c
+    }
+}
+
 trait Peek {
     fn s_dims(&self) -> Vec<String>;
     fn s_loops(&self, func: usize, stage: usize) -> Vec<String>;
@@ -398,6 +464,8 @@ struct Tally {
     races: usize,
     /// Lowered procs with a folded buffer (storage folding).
     folded: usize,
+    /// Lowered procs with more than one version (`specialize`).
+    specialized: usize,
     /// Runs where β0's proc matched (the tight engine must then match too).
     beta0_matched: usize,
     /// Runs where the tight engine succeeded and β0's proc stopped at an assertion.
@@ -411,6 +479,9 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
         Ok(l) => {
             if l.regions.iter().any(|r| r.folded.is_some()) {
                 t.folded += 1;
+            }
+            if !l.versions.is_empty() {
+                t.specialized += 1;
             }
             if let Err(d) = weft_check::check_proc(&l.proc) {
                 // A proof the solver gives up on (its time limit) is a rejection, not a wrong
@@ -462,6 +533,7 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
                         | "inline-size"
                         | "bound"
                         | "affine"
+                        | "specialize"
                 ),
                 "unexpected rejection {e}\n{p:#?}\n{s:#?}"
             );
@@ -710,6 +782,10 @@ fn random_pipelines_and_schedules_match_the_reference() {
     assert!(t.pipelines * 2 >= cases, "{t:?}");
     assert_mostly_decided_and_matched(&t);
     assert!(t.folded >= 1, "no schedule folds storage: {t:?}");
+    assert!(
+        t.specialized * 20 >= t.lowered,
+        "few schedules specialize: {t:?}"
+    );
     assert!(
         t.races * 200 <= t.lowered.max(200),
         "more than 0.5% of the lowered procs race: {t:?}"

@@ -43,6 +43,18 @@ impl Lower<'_> {
                     io.mins[*dim]
                 })
             }
+            Expr::OutputDim {
+                output,
+                dim,
+                extent,
+            } => {
+                let io = &self.outputs[*output];
+                Lin::var(if *extent {
+                    io.lens[*dim]
+                } else {
+                    io.mins[*dim]
+                })
+            }
             Expr::Param(k) => match &self.params[*k] {
                 ParamRepr::Index(v) => Lin::var(*v),
                 ParamRepr::Scalar(_) => return Err(bad("uses a parameter that is not i32")),

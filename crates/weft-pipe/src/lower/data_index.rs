@@ -233,7 +233,7 @@ impl Lower<'_> {
     pub(super) fn dtype_of(&self, e: &Expr) -> DType {
         match e {
             Expr::Lit(s) => s.dtype(),
-            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } => COORD,
+            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } | Expr::OutputDim { .. } => COORD,
             Expr::Param(k) => self.p.params[*k].ty,
             Expr::Call(Callee::Func(g), _) => self.p.funcs[*g].ty,
             Expr::Call(Callee::Input(k), _) => self.p.inputs[*k].elem,

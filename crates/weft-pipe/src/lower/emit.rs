@@ -4,7 +4,7 @@
 use super::*;
 
 impl Lower<'_> {
-    pub(super) fn finish(mut self) -> Res<Lowered> {
+    pub(super) fn emit_version(&mut self) -> Res<Version> {
         let none = HashMap::new();
         // Named region ends are arguments after the outputs, each stated equal to its
         // definition by a precondition (over the arguments before it) that the entry checks.
@@ -36,14 +36,14 @@ impl Lower<'_> {
         let found = self.data_preconds.take();
         self.preconds.extend(found);
         let mut seen = HashSet::new();
+        let mut preconds = Vec::new();
         for c in std::mem::take(&mut self.preconds) {
             let least = |v: VarId| self.sizes.contains(&v).then_some(1);
             let c = c.split_min_max(&least, &mut 64);
             if c == Cond::Const(true) || !seen.insert(c.clone()) {
                 continue;
             }
-            let e = self.cond_expr(&c, &HashMap::new())?;
-            self.pb.assert(e);
+            preconds.push(self.cond_expr(&c, &HashMap::new())?);
         }
         let exprs = |this: &Self, r: &[(Lin, Lin)]| -> Res<Vec<(IExpr, IExpr)>> {
             r.iter()
@@ -60,8 +60,8 @@ impl Lower<'_> {
             }
             regions.push(Region {
                 func: self.p.funcs[f].name.clone(),
-                computed: exprs(&self, &info.computed)?,
-                allocated: exprs(&self, &info.alloc)?,
+                computed: exprs(self, &info.computed)?,
+                allocated: exprs(self, &info.alloc)?,
                 folded: info.fold,
             });
         }
@@ -70,14 +70,94 @@ impl Lower<'_> {
             .inputs
             .iter()
             .zip(&self.input_regions)
-            .map(|(i, r)| Ok((i.name.clone(), exprs(&self, r)?)))
+            .map(|(i, r)| Ok((i.name.clone(), exprs(self, r)?)))
             .collect::<Res<_>>()?;
+        Ok(Version {
+            body,
+            preconds,
+            regions,
+            inputs,
+        })
+    }
+
+    /// The proc from the lowered versions of schedule `s` (one without specializations): a
+    /// decision tree over the specialized stages' conditions, each tried in order, with every
+    /// version's body at its leaf and its preconditions required only where it runs.
+    pub(super) fn assemble(mut self, s: &Schedule, parts: Vec<(Choice, Version)>) -> Res<Lowered> {
+        let none = HashMap::new();
+        // The condition of each specialization, by (func, stage).
+        let mut conds: HashMap<(usize, usize), Vec<IExpr>> = HashMap::new();
+        for ((f, st), _) in parts.first().map_or(&[][..], |p| &p.0[..]) {
+            let mut cs = Vec::new();
+            for sp in &s.funcs[*f].stages[*st].specializations {
+                let c = self.to_cond(&sp.cond, None)?;
+                cs.push(self.cond_expr(&c, &none)?);
+            }
+            conds.insert((*f, *st), cs);
+        }
+        let guard = |choice: &Choice| -> Option<IExpr> {
+            let mut g: Option<IExpr> = None;
+            for (fs, k) in choice {
+                let cs = &conds[fs];
+                let mut lits: Vec<IExpr> = cs[..*k].iter().map(|c| c.clone().not()).collect();
+                lits.extend(cs.get(*k).cloned());
+                for l in lits {
+                    g = Some(match g {
+                        None => l,
+                        Some(g) => g.and(l),
+                    });
+                }
+            }
+            g
+        };
+        let mut versions = Vec::new();
+        let mut bodies = Vec::new();
+        let mut input_hull: Option<InputRegions> = None;
+        let mut regions = Vec::new();
+        let last = parts.len().saturating_sub(1);
+        for (k, (choice, v)) in parts.into_iter().enumerate() {
+            let g = guard(&choice);
+            for pre in v.preconds {
+                self.pb.assert(match &g {
+                    None => pre,
+                    Some(g) => g.clone().not().or(pre),
+                });
+            }
+            input_hull = Some(match input_hull {
+                None => v.inputs,
+                Some(h) => h
+                    .into_iter()
+                    .zip(v.inputs)
+                    .map(|((name, a), (_, b))| {
+                        let dims = a
+                            .into_iter()
+                            .zip(b)
+                            .map(|((l1, h1), (l2, h2))| {
+                                let lo = if l1 == l2 { l1 } else { IExpr::min(l1, l2) };
+                                let hi = if h1 == h2 { h1 } else { IExpr::max(h1, h2) };
+                                (lo, hi)
+                            })
+                            .collect();
+                        (name, dims)
+                    })
+                    .collect(),
+            });
+            if k == last {
+                regions = v.regions;
+            } else {
+                let when = g.map_or_else(String::new, |g| g.to_string());
+                versions.push((when, v.regions));
+            }
+            bodies.push((choice, v.body));
+        }
+        let body = decision_tree(&conds, bodies, 0);
         let mut pb = self.pb;
         pb.body().stmts = body;
         Ok(Lowered {
             proc: pb.finish(),
             regions,
-            inputs,
+            inputs: input_hull.unwrap_or_default(),
+            versions,
         })
     }
 
@@ -397,7 +477,7 @@ impl Lower<'_> {
         }
         Ok(match e {
             Expr::Lit(s) => literal(*s),
-            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } => {
+            Expr::Var(_) | Expr::RVar(_) | Expr::InputDim { .. } | Expr::OutputDim { .. } => {
                 ctrl(self.to_lin(e, Some(ctx))?)?
             }
             Expr::Param(k) => match &self.params[*k] {
@@ -605,6 +685,39 @@ fn literal(s: Scalar) -> IExpr {
             IExpr::int(other.as_i128().unwrap_or(0) as i64),
         ),
     }
+}
+
+/// The statements that run version `parts[k]` when its choices' conditions select it: at each
+/// specialized stage (by `depth`), `if c0 {..} else if c1 {..} else {..}` over the versions
+/// grouped by that stage's choice (they come in that order, see `versions`).
+fn decision_tree(
+    conds: &HashMap<(usize, usize), Vec<IExpr>>,
+    mut parts: Vec<(Choice, Vec<Stmt>)>,
+    depth: usize,
+) -> Vec<Stmt> {
+    if parts.len() == 1 {
+        return parts.pop().map(|(_, b)| b).unwrap_or_default();
+    }
+    let stage = parts[0].0[depth].0;
+    let cs = &conds[&stage];
+    let per = parts.len() / (cs.len() + 1);
+    let mut groups = Vec::new();
+    while !parts.is_empty() {
+        let rest = parts.split_off(per.min(parts.len()));
+        groups.push(std::mem::replace(&mut parts, rest));
+    }
+    let mut out = decision_tree(conds, groups.pop().unwrap_or_default(), depth + 1);
+    for (c, g) in cs.iter().zip(groups).rev() {
+        out = vec![Stmt::new(
+            StmtKind::If {
+                cond: c.clone(),
+                then_body: decision_tree(conds, g, depth + 1),
+                else_body: out,
+            },
+            Span::DUMMY,
+        )];
+    }
+    out
 }
 
 /// The position of a lowered proc's first derived argument (the first after the last buffer;

@@ -44,9 +44,19 @@ pub struct Lowered {
     /// Every func that is not inlined, in definition order.
     pub regions: Vec<Region>,
     /// What is read of each input, per dimension (min, max): Halide's `infer_input_bounds`,
-    /// over the proc's arguments.
-    pub inputs: Vec<(String, Vec<(IExpr, IExpr)>)>,
+    /// over the proc's arguments (with specializations, the hull over every version).
+    pub inputs: InputRegions,
+    /// With `specialize`: the regions of each version but the last (whose are `regions`), with
+    /// the condition under which it runs.
+    pub versions: Vec<(String, Vec<Region>)>,
 }
+
+/// What is read of each input: its name and, per dimension, the min and max.
+pub type InputRegions = Vec<(String, Vec<(IExpr, IExpr)>)>;
+
+/// The most versions `specialize` may make of one pipeline (the product over its specialized
+/// stages of their specializations plus one).
+pub const MAX_VERSIONS: usize = 16;
 
 /// The regions of a func, per dimension (min, max, both included), as weft expressions over the
 /// proc's arguments and the loops around the func's compute (or store) level.
@@ -125,6 +135,14 @@ struct FuncInfo {
     done: bool,
 }
 
+/// One lowered version of the schedule.
+struct Version {
+    body: Vec<Stmt>,
+    preconds: Vec<IExpr>,
+    regions: Vec<Region>,
+    inputs: InputRegions,
+}
+
 enum ParamRepr {
     Index(VarId),
     Scalar(Buf),
@@ -188,9 +206,57 @@ pub fn lower_with(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>, engine: Engine)
                 .join("; "),
         ));
     }
-    let mut l = Lower::new(p, s, mem);
+    let versions = versions(s)?;
+    let mut l = Lower::new(p, &versions[0].1, mem);
     l.engine = engine;
-    l.run()
+    l.arguments();
+    let mut parts = Vec::new();
+    for (choice, schedule) in &versions {
+        l.start(schedule);
+        parts.push((choice.clone(), l.version()?));
+    }
+    l.assemble(s, parts)
+}
+
+/// Which specialization each specialized stage runs (`k` < its count: specialization `k`;
+/// equal to it: the stage's own loops), per `(func, stage)`.
+type Choice = Vec<((usize, usize), usize)>;
+
+/// Every version of the schedule: for each combination of the specialized stages' choices,
+/// the schedule with those loop structures (and no specializations), in the order the
+/// decision tree of [`Lower::assemble`] visits them.
+fn versions(s: &Schedule) -> Res<Vec<(Choice, Schedule)>> {
+    let mut out = vec![(Vec::new(), s.clone())];
+    for (f, fs) in s.funcs.iter().enumerate() {
+        for (st, stage) in fs.stages.iter().enumerate() {
+            let n = stage.specializations.len();
+            if n == 0 {
+                continue;
+            }
+            if out.len() * (n + 1) > MAX_VERSIONS {
+                return Err(fail(
+                    "specialize",
+                    format!("the specializations make more than {MAX_VERSIONS} versions of the pipeline (one per combination of their stages' choices)"),
+                ));
+            }
+            let mut next = Vec::new();
+            for (choice, sched) in out {
+                for k in 0..=n {
+                    let mut sched = sched.clone();
+                    let target = &mut sched.funcs[f].stages[st];
+                    if k < n {
+                        *target = stage.specializations[k].stage.clone();
+                    }
+                    target.specializations.clear();
+                    let mut choice = choice.clone();
+                    choice.push(((f, st), k));
+                    next.push((choice, sched));
+                }
+            }
+            out = next;
+        }
+    }
+    Ok(out)
 }
 
 struct Lower<'a> {
@@ -278,8 +344,24 @@ impl<'a> Lower<'a> {
         }
     }
 
-    fn run(mut self) -> Res<Lowered> {
-        self.arguments();
+    /// Start lowering one version of the schedule (after the arguments, which all share).
+    fn start(&mut self, s: &'a Schedule) {
+        self.s = s;
+        self.funcs.clear();
+        self.bodies.clear();
+        self.accesses.clear();
+        self.defs.clear();
+        self.preconds.clear();
+        self.data_preconds.take();
+        self.resolved.take();
+        self.fits.clear();
+        self.input_regions.clear();
+        self.inlined.set((0, None));
+        self.named.clear();
+    }
+
+    /// Lower the current version: its statements, preconditions and regions.
+    fn version(&mut self) -> Res<Version> {
         self.structure()?;
         if let (_, Some(g)) = self.inlined.get() {
             return Err(fail(
@@ -292,7 +374,7 @@ impl<'a> Lower<'a> {
         }
         self.sites()?;
         self.bounds()?;
-        self.finish()
+        self.emit_version()
     }
 
     // ---- arguments -------------------------------------------------------------------------
@@ -566,7 +648,8 @@ impl<'a> Lower<'a> {
             | Expr::Var(_)
             | Expr::RVar(_)
             | Expr::Param(_)
-            | Expr::InputDim { .. } => e.clone(),
+            | Expr::InputDim { .. }
+            | Expr::OutputDim { .. } => e.clone(),
             Expr::Call(c, args) => {
                 Expr::Call(*c, args.iter().map(|a| self.expand_inline(a)).collect())
             }
@@ -853,7 +936,11 @@ fn subst_size(e: &Expr, sizes: &[usize]) -> usize {
     };
     match e {
         Expr::Var(k) => sizes.get(*k).copied().unwrap_or(1),
-        Expr::Lit(_) | Expr::RVar(_) | Expr::Param(_) | Expr::InputDim { .. } => 1,
+        Expr::Lit(_)
+        | Expr::RVar(_)
+        | Expr::Param(_)
+        | Expr::InputDim { .. }
+        | Expr::OutputDim { .. } => 1,
         Expr::Call(_, xs) | Expr::Math(_, xs) => sum(xs),
         Expr::Unary(_, a) | Expr::Cast(_, a) => 1 + subst_size(a, sizes),
         Expr::Binary(_, a, b) => 1 + subst_size(a, sizes) + subst_size(b, sizes),
@@ -867,7 +954,11 @@ fn subst_size(e: &Expr, sizes: &[usize]) -> usize {
 fn subst_vars(e: &Expr, args: &[Expr]) -> Expr {
     match e {
         Expr::Var(k) => args[*k].clone(),
-        Expr::Lit(_) | Expr::RVar(_) | Expr::Param(_) | Expr::InputDim { .. } => e.clone(),
+        Expr::Lit(_)
+        | Expr::RVar(_)
+        | Expr::Param(_)
+        | Expr::InputDim { .. }
+        | Expr::OutputDim { .. } => e.clone(),
         Expr::Call(c, xs) => Expr::Call(*c, xs.iter().map(|a| subst_vars(a, args)).collect()),
         Expr::Unary(op, a) => Expr::Unary(*op, Box::new(subst_vars(a, args))),
         Expr::Binary(op, a, b) => Expr::binary(*op, subst_vars(a, args), subst_vars(b, args)),

@@ -52,6 +52,18 @@ pub enum Outcome {
     Asserted(String),
 }
 
+/// Output windows: sizes 1, ones that split factors do not divide, non-zero and negative mins,
+/// and one wider than the usual vector widths.
+pub fn windows() -> Vec<Vec<(i64, i64)>> {
+    vec![
+        vec![(0, 1), (0, 1)],
+        vec![(-3, 7), (5, 5)],
+        vec![(2, 16), (-1, 9)],
+        vec![(10, 13), (3, 1)],
+        vec![(-5, 40), (2, 3)],
+    ]
+}
+
 /// Lower with `engine` and check the proc (panics if either fails).
 pub fn lowered(p: &Pipeline, s: &Schedule, engine: Engine) -> Lowered {
     let l = lower_with(p, s, &dram(), engine).unwrap_or_else(|e| panic!("lowering failed: {e}"));

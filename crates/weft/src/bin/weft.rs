@@ -180,21 +180,37 @@ fn bounds_report(
     use std::fmt::Write;
     let mut out = String::new();
     let range = |(a, b): &(weft::ir::Expr, weft::ir::Expr)| format!("[{a}, {b}]");
-    for r in &lp.lowered.regions {
-        let c: Vec<String> = r.computed.iter().map(range).collect();
-        let a: Vec<String> = r.allocated.iter().map(range).collect();
-        let folded = match r.folded {
-            Some((d, rows)) => format!(" (dimension {d} folded: {rows} rows, circular)"),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "{}: computed {}; allocated {}{folded}",
-            r.func,
-            c.join(" x "),
-            a.join(" x ")
-        );
+    let regions = |out: &mut String, rs: &[weft::pipe::lower::Region], indent: &str| {
+        for r in rs {
+            let c: Vec<String> = r.computed.iter().map(range).collect();
+            let a: Vec<String> = r.allocated.iter().map(range).collect();
+            let folded = match r.folded {
+                Some((d, rows)) => format!(" (dimension {d} folded: {rows} rows, circular)"),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "{indent}{}: computed {}; allocated {}{folded}",
+                r.func,
+                c.join(" x "),
+                a.join(" x ")
+            );
+        }
+    };
+    // With `specialize`, each version's regions under the condition that selects it.
+    for (when, rs) in &lp.lowered.versions {
+        let _ = writeln!(out, "when {when}:");
+        regions(&mut out, rs, "  ");
     }
+    if !lp.lowered.versions.is_empty() {
+        let _ = writeln!(out, "otherwise:");
+    }
+    let indent = if lp.lowered.versions.is_empty() {
+        ""
+    } else {
+        "  "
+    };
+    regions(&mut out, &lp.lowered.regions, indent);
     for (name, dims) in &lp.lowered.inputs {
         let d: Vec<String> = dims.iter().map(range).collect();
         let _ = writeln!(out, "input {name}: reads {}", d.join(" x "));

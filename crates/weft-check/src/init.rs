@@ -245,6 +245,9 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         let last = bound.len() - 1;
         bound.swap(k, last);
     }
+    if let Some(joined) = member_split(&eqs, &cond, &bound) {
+        return joined;
+    }
     let Some((v, lo, hi)) = bound.pop() else {
         let mut all = cond;
         all.extend(eqs.into_iter().map(|(l, r)| Term::eq(l, r)));
@@ -446,6 +449,98 @@ fn member_folded(
         }
     }
     None
+}
+
+/// A split loop writes at `a * xo + xi + k` with `xi` over a constant range `lo..lo + a` (its
+/// inner loop, `xo` the outer): the cell `c` is written, if at all, by the one pair
+/// `xo = (c - k - lo) / a`, `xi = lo + (c - k - lo) % a` (Euclidean). Eliminating both at once
+/// by that witness keeps the existential free of the divisibility conditions and the case split
+/// over every `xi` that solving `xo` first and trying each `xi` makes, which the solver cannot
+/// always decide behind a folded row and a shifted tile. Any witness is sound (the equations
+/// and conditions are kept, substituted, for the solver to check); this one is complete for the
+/// pair.
+fn member_split(eqs: &[(Term, Term)], cond: &[Term], bound: &[(Var, Term, Term)]) -> Option<Term> {
+    for (yi, (y, ylo, yhi)) in bound.iter().enumerate() {
+        let (Some(lo), Some(hi)) = (
+            crate::terms::const_value(ylo),
+            crate::terms::const_value(yhi),
+        ) else {
+            continue;
+        };
+        let Some(a) = hi.checked_sub(lo).filter(|a| (2..=1 << 20).contains(a)) else {
+            continue;
+        };
+        for (l, r) in eqs {
+            if l.occurrences(y.id) != 1 || r.occurrences(y.id) != 0 {
+                continue;
+            }
+            let Some((value, side)) = solve(y.id, l, r.clone()) else {
+                continue;
+            };
+            if !side.is_empty() {
+                continue;
+            }
+            // `value` = `t - a * xo` for an outer loop `xo` of the pair, and no other bound
+            // variable: with one (the outer loop of a nested split), the pair's witness would
+            // bury it in a division, where only trying values could find it; solving it first
+            // (the general path) leaves this pair whole for later.
+            let Some((xi, (x, _, _))) = bound
+                .iter()
+                .enumerate()
+                .find(|(k, (x, _, _))| *k != yi && linear_coefficient(&value, x.id) == Some(-a))
+            else {
+                continue;
+            };
+            let others = bound
+                .iter()
+                .enumerate()
+                .any(|(k, (w, _, _))| k != yi && k != xi && value.occurrences(w.id) > 0);
+            if others {
+                continue;
+            }
+            let t = value.subst(x.id, &Term::Int(0));
+            let from_lo = Term::sub(t, Term::Int(lo));
+            let xo = Term::Div(Box::new(from_lo.clone()), Box::new(Term::Int(a)));
+            let yv = Term::add(
+                Term::Int(lo),
+                Term::Mod(Box::new(from_lo), Box::new(Term::Int(a))),
+            );
+            let sub = |t: &Term| t.subst(x.id, &xo).subst(y.id, &yv);
+            let eqs: Vec<(Term, Term)> = eqs.iter().map(|(p, q)| (sub(p), sub(q))).collect();
+            let mut cond: Vec<Term> = cond.iter().map(sub).collect();
+            let mut rest = Vec::new();
+            for (k, (w, wlo, whi)) in bound.iter().enumerate() {
+                if k == xi {
+                    cond.push(Term::le(sub(wlo), xo.clone()));
+                    cond.push(Term::lt(xo.clone(), sub(whi)));
+                } else if k != yi {
+                    rest.push((w.clone(), sub(wlo), sub(whi)));
+                }
+            }
+            return Some(member(eqs, cond, rest));
+        }
+    }
+    None
+}
+
+/// The coefficient of variable `id` in `t` when `t` is linear in it (sums, differences,
+/// negations and products by constants around it), `Some(0)` when `t` does not mention it.
+fn linear_coefficient(t: &Term, id: u64) -> Option<i64> {
+    if t.occurrences(id) == 0 {
+        return Some(0);
+    }
+    match t {
+        Term::IntVar(v) if v.id == id => Some(1),
+        Term::Add(a, b) => linear_coefficient(a, id)?.checked_add(linear_coefficient(b, id)?),
+        Term::Sub(a, b) => linear_coefficient(a, id)?.checked_sub(linear_coefficient(b, id)?),
+        Term::Neg(a) => linear_coefficient(a, id)?.checked_neg(),
+        Term::Mul(a, b) => match (crate::terms::const_value(a), crate::terms::const_value(b)) {
+            (Some(k), _) => k.checked_mul(linear_coefficient(b, id)?),
+            (_, Some(k)) => k.checked_mul(linear_coefficient(a, id)?),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// How often variable `id` occurs in the equations (but equation `skip`), the conditions and

@@ -113,7 +113,7 @@ fn a_specialization_runs_where_its_condition_holds() {
         !else_loops.iter().any(|v| v.ends_with("yi")),
         "{else_loops:?}"
     );
-    assert_eq!(l.versions.len(), 1);
+    assert_eq!(l.versions.len(), 2);
 }
 
 /// Specializations are tried in order (the first that holds runs), conditions may use
@@ -134,11 +134,11 @@ fn several_specializations_and_producers_inside_them() {
     )
     .unwrap();
     let l = lowered(&p, &s, Engine::Tight);
-    assert_eq!(l.versions.len(), 3, "{}", l.proc);
+    assert_eq!(l.versions.len(), 4, "{}", l.proc);
     all_match(&l, &p, &[0, 5, 101]);
     // The β0 engine lowers the same versions.
     let b = lowered(&p, &s, Engine::Beta0);
-    assert_eq!(b.versions.len(), 3);
+    assert_eq!(b.versions.len(), 4);
 }
 
 /// Two specialized funcs make the product of their versions, each checked.
@@ -163,7 +163,7 @@ fn specializations_of_two_funcs_combine() {
     )
     .unwrap();
     let l = lowered(&p, &s, Engine::Tight);
-    assert_eq!(l.versions.len(), 3);
+    assert_eq!(l.versions.len(), 4);
     all_match(&l, &p, &[0, 1]);
 }
 
@@ -244,4 +244,18 @@ fn misuse_is_rejected_with_the_rule() {
         .err()
         .expect("too many versions");
     assert_eq!(e.rule, "specialize");
+}
+
+/// An inlined func has no loops: its specializations make no versions (they would be copies).
+#[test]
+fn specializations_of_inlined_funcs_make_no_versions() {
+    let p = blur();
+    let s = schedule(
+        &p,
+        "schedule s = blur { bx.specialize(W > 1).split(x, x, xi, 2, GuardWithIf); }",
+    )
+    .unwrap();
+    let l = lowered(&p, &s, Engine::Tight);
+    assert!(l.versions.is_empty());
+    all_match(&l, &p, &[0, 2]);
 }

@@ -235,8 +235,18 @@ fn input_regions_given(
         }
         params.iter().find(|(k, _)| k == n).map(|(_, v)| *v)
     };
-    lp.lowered
-        .inputs
+    // With `specialize`, the reads of the version that runs for this window (the first whose
+    // condition holds); the hull of all when a condition cannot be evaluated yet.
+    let mut reads = &lp.lowered.inputs;
+    for v in &lp.lowered.versions {
+        match weft_pipe::lower::eval_control(&v.when, &env) {
+            Some(0) => continue,
+            Some(_) => reads = &v.inputs,
+            None => {}
+        }
+        break;
+    }
+    reads
         .iter()
         .map(|(name, dims)| {
             dims.iter()

@@ -541,3 +541,48 @@ fn a_pyramid_left_inline_stops_at_the_size_limit() {
         .unwrap();
     assert!(err.to_string().contains("inline-size"), "{err}");
 }
+
+/// `specialize`: the caller gets the input region of the version its window selects, and a
+/// version that does not run cannot stop the call with its derived arguments (found by review:
+/// both took every version's, so an input 16M pixels wide was allocated for a 16-pixel
+/// window, and a region end of the unused version overflowed the argument range).
+#[test]
+fn specialized_versions_that_do_not_run_cost_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("specialized.weft");
+    std::fs::write(
+        &path,
+        "pipeline blur(input: u16[2]) -> blur_y {
+    blur_x(x, y): u16 = (input(x - 1, y) + input(x, y) + input(x + 1, y)) / 3;
+    blur_y(x, y): u16 = (blur_x(x, y - 1) + blur_x(x, y) + blur_x(x, y + 1)) / 3;
+}
+schedule huge = blur {
+    blur_x.compute_root();
+    blur_x.specialize(blur_y.extent(0) > 1000000).split(x, x, xi, 16777216, RoundUp);
+}
+pipeline m(input: i32[1]) -> out {
+    c = repeat_edge(input);
+    f(x): i32 = c(x - 1) + c(x + 1);
+    g(x): i32 = f(clamp(2 * x - 1, 0, input.extent(0) / 2)) + f(2 * x + 1);
+    out(x): i32 = g(x / 2) + g((x + 1) / 2) + f(x);
+}
+schedule never = m {
+    f.compute_root();
+    g.compute_root();
+    g.specialize(out.extent(0) > 1000000).split(x, x, xi, 2147483647, RoundUp);
+}
+",
+    )
+    .unwrap();
+    let program = weft::load(&path).unwrap();
+    let lp = weft::pipeline::lower(&program, "huge").unwrap();
+    let reads = weft::pipeline::input_regions(&lp, &[(0, 16), (0, 4)], &[]).unwrap();
+    assert_eq!(reads[0], vec![(-1, 18), (-1, 6)]);
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    for (name, window) in [("huge", vec![(0, 16), (0, 4)]), ("never", vec![(-3, 16)])] {
+        let lp = weft::pipeline::lower(&program, name).unwrap();
+        let r = weft::pipeline::realize(&lp, &jit, &window, &[], vec![], 1).unwrap();
+        let n = weft::pipeline::check_against_reference(&lp, &[], &r).unwrap();
+        assert_eq!(n, window.iter().map(|w| w.1 as usize).product::<usize>());
+    }
+}

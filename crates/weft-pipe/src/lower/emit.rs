@@ -29,9 +29,6 @@ impl Lower<'_> {
             let def = self.lin_expr(&def, &none)?;
             equalities.push(arg.eq_(def));
         }
-        for e in equalities {
-            self.pb.assert(e);
-        }
         let body = self.emit_site(Site::Root, &none)?;
         let found = self.data_preconds.take();
         self.preconds.extend(found);
@@ -74,6 +71,7 @@ impl Lower<'_> {
             .collect::<Res<_>>()?;
         Ok(Version {
             body,
+            equalities,
             preconds,
             regions,
             inputs,
@@ -110,43 +108,68 @@ impl Lower<'_> {
             }
             g
         };
+        // `not g or e`, written `c or e` when `g` is `not c`.
+        let unless = |g: &Option<IExpr>, e: IExpr| match g {
+            None => e,
+            Some(g) => match g.kind() {
+                weft_ir::ExprKind::Unary(UnOp::Not, c) => c.clone().or(e),
+                _ => g.clone().not().or(e),
+            },
+        };
+        // A derived argument is defined where its version runs (elsewhere `derived_args` gives
+        // it 0): a version that does not run must not stop the call with its region ends.
+        for (choice, v) in &parts {
+            let g = guard(choice);
+            for e in &v.equalities {
+                self.pb.assert(unless(&g, e.clone()));
+            }
+        }
+        // Preconditions every version has are stated once; the others where their version runs.
+        let common: HashSet<String> = match parts.split_first() {
+            Some((first, rest)) => first
+                .1
+                .preconds
+                .iter()
+                .map(|e| e.to_string())
+                .filter(|t| {
+                    rest.iter()
+                        .all(|p| p.1.preconds.iter().any(|e| e.to_string() == *t))
+                })
+                .collect(),
+            None => HashSet::new(),
+        };
+        if let Some((_, first)) = parts.first() {
+            for pre in first
+                .preconds
+                .iter()
+                .filter(|e| common.contains(&e.to_string()))
+            {
+                self.pb.assert(pre.clone());
+            }
+        }
         let mut versions = Vec::new();
         let mut bodies = Vec::new();
         let mut input_hull: Option<InputRegions> = None;
         let mut regions = Vec::new();
-        let last = parts.len().saturating_sub(1);
-        for (k, (choice, v)) in parts.into_iter().enumerate() {
+        let several = parts.len() > 1;
+        for (choice, v) in parts {
             let g = guard(&choice);
             for pre in v.preconds {
-                self.pb.assert(match &g {
-                    None => pre,
-                    Some(g) => g.clone().not().or(pre),
-                });
+                if !common.contains(&pre.to_string()) {
+                    self.pb.assert(unless(&g, pre));
+                }
             }
             input_hull = Some(match input_hull {
-                None => v.inputs,
-                Some(h) => h
-                    .into_iter()
-                    .zip(v.inputs)
-                    .map(|((name, a), (_, b))| {
-                        let dims = a
-                            .into_iter()
-                            .zip(b)
-                            .map(|((l1, h1), (l2, h2))| {
-                                let lo = if l1 == l2 { l1 } else { IExpr::min(l1, l2) };
-                                let hi = if h1 == h2 { h1 } else { IExpr::max(h1, h2) };
-                                (lo, hi)
-                            })
-                            .collect();
-                        (name, dims)
-                    })
-                    .collect(),
+                None => v.inputs.clone(),
+                Some(h) => hull(h, v.inputs.clone()),
             });
-            if k == last {
-                regions = v.regions;
-            } else {
-                let when = g.map_or_else(String::new, |g| g.to_string());
-                versions.push((when, v.regions));
+            regions = v.regions.clone();
+            if several {
+                versions.push(VersionRegions {
+                    when: g.unwrap_or_else(|| IExpr::bool(true)),
+                    regions: v.regions,
+                    inputs: v.inputs,
+                });
             }
             bodies.push((choice, v.body));
         }
@@ -687,6 +710,25 @@ fn literal(s: Scalar) -> IExpr {
     }
 }
 
+/// The per-dimension hull of two versions' input regions.
+fn hull(a: InputRegions, b: InputRegions) -> InputRegions {
+    a.into_iter()
+        .zip(b)
+        .map(|((name, a), (_, b))| {
+            let dims = a
+                .into_iter()
+                .zip(b)
+                .map(|((l1, h1), (l2, h2))| {
+                    let lo = if l1 == l2 { l1 } else { IExpr::min(l1, l2) };
+                    let hi = if h1 == h2 { h1 } else { IExpr::max(h1, h2) };
+                    (lo, hi)
+                })
+                .collect();
+            (name, dims)
+        })
+        .collect()
+}
+
 /// The statements that run version `parts[k]` when its choices' conditions select it: at each
 /// specialized stage (by `depth`), `if c0 {..} else if c1 {..} else {..}` over the versions
 /// grouped by that stage's choice (they come in that order, see `versions`).
@@ -742,18 +784,27 @@ pub fn derived_args(proc: &Proc, ints: &[Option<i64>]) -> Result<Vec<i64>, Strin
     values.resize(proc.args.len(), None);
     for k in first..proc.args.len() {
         let a = &proc.args[k];
-        let def = proc.preds.iter().find_map(|p| match p.kind() {
+        // `name == definition`, or `skip or name == definition` for the argument of a version
+        // of the schedule (`specialize`), which is 0 where `skip` holds (its version does not
+        // run).
+        let defines = |p: &IExpr| match p.kind() {
             ExprKind::Binary(BinOp::Eq, l, r) => match l.kind() {
-                ExprKind::Var(s) if s == &a.sym => Some(r),
+                ExprKind::Var(s) if s == &a.sym => Some(r.clone()),
                 _ => None,
             },
             _ => None,
+        };
+        let def = proc.preds.iter().find_map(|p| match p.kind() {
+            ExprKind::Binary(BinOp::Or, skip, eq) => {
+                defines(eq).map(|d| IExpr::select(skip.clone(), IExpr::int(0), d))
+            }
+            _ => defines(p),
         });
         let env = |s: &Sym| {
             let at = proc.args.iter().position(|b| &b.sym == s)?;
             values[at]
         };
-        let v = def.and_then(|d| eval_control_by(d, &env)).ok_or_else(|| {
+        let v = def.and_then(|d| eval_control_by(&d, &env)).ok_or_else(|| {
             format!(
                 "the region bound `{}` cannot be computed for these arguments",
                 a.sym.name()

@@ -46,20 +46,31 @@ pub struct Lowered {
     /// What is read of each input, per dimension (min, max): Halide's `infer_input_bounds`,
     /// over the proc's arguments (with specializations, the hull over every version).
     pub inputs: InputRegions,
-    /// With `specialize`: the regions of each version but the last (whose are `regions`), with
-    /// the condition under which it runs.
-    pub versions: Vec<(String, Vec<Region>)>,
+    /// With `specialize`, every version of the pipeline in the order they are tried (the
+    /// general one, whose regions are also `regions`, last); empty without.
+    pub versions: Vec<VersionRegions>,
+}
+
+/// One version of a specialized pipeline: when it runs (a condition over the proc's
+/// arguments), its regions and what it reads of its inputs.
+pub struct VersionRegions {
+    pub when: IExpr,
+    pub regions: Vec<Region>,
+    pub inputs: InputRegions,
 }
 
 /// What is read of each input: its name and, per dimension, the min and max.
 pub type InputRegions = Vec<(String, Vec<(IExpr, IExpr)>)>;
 
 /// The most versions `specialize` may make of one pipeline (the product over its specialized
-/// stages of their specializations plus one).
-pub const MAX_VERSIONS: usize = 16;
+/// stages of their specializations plus one). Every version is proved inside the one proc, and
+/// the checker's work grows faster than their number (16 versions of a pyramid left a proof
+/// undecided where each version alone checks in about a second).
+pub const MAX_VERSIONS: usize = 8;
 
 /// The regions of a func, per dimension (min, max, both included), as weft expressions over the
 /// proc's arguments and the loops around the func's compute (or store) level.
+#[derive(Clone)]
 pub struct Region {
     pub func: String,
     /// Where its pure definition is computed.
@@ -138,6 +149,8 @@ struct FuncInfo {
 /// One lowered version of the schedule.
 struct Version {
     body: Vec<Stmt>,
+    /// The derived arguments' definitions, `name == definition`.
+    equalities: Vec<IExpr>,
     preconds: Vec<IExpr>,
     regions: Vec<Region>,
     inputs: InputRegions,
@@ -206,7 +219,7 @@ pub fn lower_with(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>, engine: Engine)
                 .join("; "),
         ));
     }
-    let versions = versions(s)?;
+    let versions = versions(p, s)?;
     let mut l = Lower::new(p, &versions[0].1, mem);
     l.engine = engine;
     l.arguments();
@@ -224,13 +237,15 @@ type Choice = Vec<((usize, usize), usize)>;
 
 /// Every version of the schedule: for each combination of the specialized stages' choices,
 /// the schedule with those loop structures (and no specializations), in the order the
-/// decision tree of [`Lower::assemble`] visits them.
-fn versions(s: &Schedule) -> Res<Vec<(Choice, Schedule)>> {
+/// decision tree of [`Lower::assemble`] visits them. An inlined func has no loops: its
+/// specializations make no versions.
+fn versions(p: &Pipeline, s: &Schedule) -> Res<Vec<(Choice, Schedule)>> {
     let mut out = vec![(Vec::new(), s.clone())];
     for (f, fs) in s.funcs.iter().enumerate() {
+        let inline = fs.compute == Level::Inline && !p.outputs.contains(&f);
         for (st, stage) in fs.stages.iter().enumerate() {
             let n = stage.specializations.len();
-            if n == 0 {
+            if n == 0 || inline {
                 continue;
             }
             if out.len() * (n + 1) > MAX_VERSIONS {

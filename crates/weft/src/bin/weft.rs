@@ -197,20 +197,22 @@ fn bounds_report(
             );
         }
     };
-    // With `specialize`, each version's regions under the condition that selects it.
-    for (when, rs) in &lp.lowered.versions {
-        let _ = writeln!(out, "when {when}:");
-        regions(&mut out, rs, "  ");
+    // With `specialize`, each version's regions and reads under the condition that selects
+    // it (tried in order).
+    if lp.lowered.versions.is_empty() {
+        regions(&mut out, &lp.lowered.regions, "");
+    }
+    for v in &lp.lowered.versions {
+        let _ = writeln!(out, "when {}:", v.when);
+        regions(&mut out, &v.regions, "  ");
+        for (name, dims) in &v.inputs {
+            let d: Vec<String> = dims.iter().map(range).collect();
+            let _ = writeln!(out, "  input {name}: reads {}", d.join(" x "));
+        }
     }
     if !lp.lowered.versions.is_empty() {
-        let _ = writeln!(out, "otherwise:");
+        let _ = writeln!(out, "in all versions:");
     }
-    let indent = if lp.lowered.versions.is_empty() {
-        ""
-    } else {
-        "  "
-    };
-    regions(&mut out, &lp.lowered.regions, indent);
     for (name, dims) in &lp.lowered.inputs {
         let d: Vec<String> = dims.iter().map(range).collect();
         let _ = writeln!(out, "input {name}: reads {}", d.join(" x "));

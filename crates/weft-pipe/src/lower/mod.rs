@@ -41,7 +41,8 @@ pub use emit::{derived_args, eval_control, first_derived};
 /// The lowered proc and the regions bounds inference found.
 pub struct Lowered {
     pub proc: Arc<Proc>,
-    /// Every func that is not inlined, in definition order.
+    /// Every func that is not inlined, in definition order (with specializations, in the
+    /// general version).
     pub regions: Vec<Region>,
     /// What is read of each input, per dimension (min, max): Halide's `infer_input_bounds`,
     /// over the proc's arguments (with specializations, the hull over every version).

@@ -249,15 +249,47 @@ fn place_in_order<T: Clone>(v: &mut [T], at: &[usize]) {
     }
 }
 
-/// Whether `e` is a condition: a comparison, or conditions joined by `and`, `or`, `not` (or a
-/// boolean literal).
+/// Whether `e` is a condition the proc's control flow can test: comparisons of quasi-affine
+/// operands (sums, products and quotients by constants, `min`, `max`, `select`), joined by
+/// `and`, `or`, `not` (or a boolean literal).
 fn is_condition(e: &Expr) -> bool {
     use weft_ir::{BinOp, UnOp};
     match e {
         Expr::Lit(v) => v.dtype() == weft_ir::DType::Bool,
         Expr::Unary(UnOp::Not, a) => is_condition(a),
         Expr::Binary(BinOp::And | BinOp::Or, a, b) => is_condition(a) && is_condition(b),
-        Expr::Binary(op, _, _) => op.is_comparison(),
+        Expr::Binary(op, a, b) => op.is_comparison() && quasi_affine(a) && quasi_affine(b),
+        _ => false,
+    }
+}
+
+/// A startup expression the control arithmetic can hold (see [`is_condition`]).
+fn quasi_affine(e: &Expr) -> bool {
+    use weft_ir::{BinOp, UnOp};
+    let constant = |e: &Expr| {
+        let mut yes = true;
+        e.walk(&mut |x| {
+            if matches!(
+                x,
+                Expr::Param(_) | Expr::InputDim { .. } | Expr::OutputDim { .. }
+            ) {
+                yes = false;
+            }
+        });
+        yes
+    };
+    match e {
+        Expr::Lit(v) => v.dtype() == crate::ast::COORD,
+        Expr::Param(_) | Expr::InputDim { .. } | Expr::OutputDim { .. } => true,
+        Expr::Unary(UnOp::Neg, a) | Expr::Cast(crate::ast::COORD, a) => quasi_affine(a),
+        Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Min | BinOp::Max, a, b) => {
+            quasi_affine(a) && quasi_affine(b)
+        }
+        Expr::Binary(BinOp::Mul, a, b) => {
+            quasi_affine(a) && quasi_affine(b) && (constant(a) || constant(b))
+        }
+        Expr::Binary(BinOp::Div | BinOp::Mod, a, b) => quasi_affine(a) && constant(b),
+        Expr::Select(c, a, b) => is_condition(c) && quasi_affine(a) && quasi_affine(b),
         _ => false,
     }
 }
@@ -434,8 +466,7 @@ impl FuncHandle<'_> {
             return Err(err(
                 d,
                 "specialize",
-                "the condition must be a comparison, or comparisons joined by `and`, `or`, `not`"
-                    .into(),
+                "the condition must be comparisons of quasi-affine operands (sums, products and quotients by constants, min, max, select), joined by `and`, `or`, `not`".into(),
             ));
         }
         let st = &mut self.s.funcs[self.func].stages[self.stage];

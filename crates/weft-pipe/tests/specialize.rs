@@ -192,6 +192,15 @@ fn misuse_is_rejected_with_the_rule() {
         "schedule s = blur { by.specialize(W + 1); }",
         "rule `specialize`",
     );
+    // Conditions the control arithmetic cannot hold, at the directive (not at lowering).
+    for cond in ["W * W > 1", "by.extent(0) / W > 0", "by.extent(0) % W == 1"] {
+        rejected(
+            &format!("schedule s = blur {{ by.specialize({cond}); }}"),
+            "quasi-affine",
+        );
+    }
+    let fine = "schedule s = blur { by.specialize(2 * W + by.extent(0) / 4 > max(W, 3)); }";
+    assert!(schedule(&p, fine).is_ok());
     rejected(
         "schedule s = blur { by.specialize(input(0, 0) > 1); }",
         "startup",

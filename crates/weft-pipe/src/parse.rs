@@ -817,7 +817,7 @@ impl Parser {
     }
 
     /// `.min(d)` or `.extent(d)`: `d`, which, and where the name is.
-    fn dim_query(&mut self) -> PResult<(usize, String, Span)> {
+    fn dim_query(&mut self) -> PResult<(i64, String, Span)> {
         self.expect(".")?;
         let (m, msp) = self.name()?;
         if m != "min" && m != "extent" {
@@ -830,7 +830,7 @@ impl Parser {
         self.expect("(")?;
         let d = self.int()?;
         self.expect(")")?;
-        Ok((usize::try_from(d).unwrap_or(usize::MAX), m, msp))
+        Ok((d, m, msp))
     }
 
     fn named(&mut self, s: &str, sp: Span) -> PResult<PExpr> {
@@ -854,11 +854,12 @@ impl Parser {
                     // `out.min(d)`, `out.extent(d)` of an output's window
                     let (d, m, msp) = self.dim_query()?;
                     let output = self.p.outputs.iter().position(|&o| o == f);
-                    match output {
-                        Some(output) if d < self.p.funcs[f].vars.len() => Ok(PExpr::Typed(
+                    let rank = self.p.funcs[f].vars.len();
+                    match (output, usize::try_from(d).ok().filter(|d| *d < rank)) {
+                        (Some(output), Some(dim)) => Ok(PExpr::Typed(
                             Expr::OutputDim {
                                 output,
-                                dim: d,
+                                dim,
                                 extent: m == "extent",
                             },
                             COORD,
@@ -879,17 +880,18 @@ impl Parser {
                     if self.is(".") {
                         // `input.min(d)`, `input.extent(d)`
                         let (d, m, msp) = self.dim_query()?;
-                        if d >= self.p.inputs[k].rank {
+                        let rank = self.p.inputs[k].rank;
+                        let Some(dim) = usize::try_from(d).ok().filter(|d| *d < rank) else {
                             return Err(Diagnostic::new(
                                 "syntax",
                                 msp,
                                 format!("`{s}.{m}({d})`: an input has `.min(d)` and `.extent(d)` for d below its rank"),
                             ));
-                        }
+                        };
                         return Ok(PExpr::Typed(
                             Expr::InputDim {
                                 input: k,
-                                dim: d,
+                                dim,
                                 extent: m == "extent",
                             },
                             COORD,

@@ -199,6 +199,18 @@ fn misuse_is_rejected_with_the_rule() {
             "quasi-affine",
         );
     }
+    for (cond, says) in [
+        ("by.extent(-1) > 0", "`by.extent(-1)`"),
+        ("by.extent(2) > 0", "`by.extent(2)`"),
+        ("input.min(-1) > 0", "`input.min(-1)`"),
+    ] {
+        let d = schedule(
+            &p,
+            &format!("schedule s = blur {{ by.specialize({cond}); }}"),
+        )
+        .expect_err(cond);
+        assert!(d.message.contains(says), "{cond}: {d:?}");
+    }
     let fine = "schedule s = blur { by.specialize(2 * W + by.extent(0) / 4 > max(W, 3)); }";
     assert!(schedule(&p, fine).is_ok());
     rejected(

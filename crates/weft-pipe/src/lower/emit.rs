@@ -124,28 +124,20 @@ impl Lower<'_> {
                 self.pb.assert(unless(&g, e.clone()));
             }
         }
-        // Preconditions every version has are stated once; the others where their version runs.
-        let common: HashSet<String> = match parts.split_first() {
+        // Preconditions every version has are stated once (all of them when there is one
+        // version); the others where their version runs.
+        let common: Vec<IExpr> = match parts.split_first() {
             Some((first, rest)) => first
                 .1
                 .preconds
                 .iter()
-                .map(|e| e.to_string())
-                .filter(|t| {
-                    rest.iter()
-                        .all(|p| p.1.preconds.iter().any(|e| e.to_string() == *t))
-                })
+                .filter(|e| rest.iter().all(|p| p.1.preconds.contains(e)))
+                .cloned()
                 .collect(),
-            None => HashSet::new(),
+            None => Vec::new(),
         };
-        if let Some((_, first)) = parts.first() {
-            for pre in first
-                .preconds
-                .iter()
-                .filter(|e| common.contains(&e.to_string()))
-            {
-                self.pb.assert(pre.clone());
-            }
+        for pre in &common {
+            self.pb.assert(pre.clone());
         }
         let mut versions = Vec::new();
         let mut bodies = Vec::new();
@@ -154,8 +146,8 @@ impl Lower<'_> {
         let several = parts.len() > 1;
         for (choice, v) in parts {
             let g = guard(&choice);
-            for pre in v.preconds {
-                if !common.contains(&pre.to_string()) {
+            if several {
+                for pre in v.preconds.into_iter().filter(|e| !common.contains(e)) {
                     self.pb.assert(unless(&g, pre));
                 }
             }

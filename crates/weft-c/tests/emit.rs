@@ -562,6 +562,24 @@ fn independent_short_loops_are_marked_ivdep() {
         ),
         // The loop variable in two coordinates: a diagonal, not known one to one here.
         ("b[v, v] = a[v];", false),
+        // A tile of two cells per iteration (an unrolled split by 2): `2 v` and `2 v + 1`.
+        (
+            "b[o, 2 * v] = a[v];\n            b[o, 2 * v + 1] = b[o, 2 * v] + 1.0;",
+            true,
+        ),
+        // Stride 2 and offsets 2 apart: iteration v writes the cell v + 1 writes.
+        (
+            "b[o, 2 * v] = a[v];\n            b[o, 2 * v + 2] = a[v];",
+            false,
+        ),
+        // Reads a cell of the next iteration (offset 3 against a stride of 2).
+        ("b[o, 2 * v + 1] = b[o, 2 * v + 3];", false),
+        // Rows of a constant apart (unrolled channels): they never meet.
+        ("b[0, v] = a[v];\n            b[1, v + 1] = b[0, v];", true),
+        // Rows that may be the same: `o` and `0` are not known apart.
+        ("b[0, v] = a[v];\n            b[o, v + 1] = a[v];", false),
+        // The same cell written by every iteration.
+        ("b[o, 0 * v] = a[v];", false),
     ];
     for (stmt, independent) in cases {
         let src = format!(

@@ -327,22 +327,15 @@ impl Lower<'_> {
                 // The innermost serial loop with nothing computed inside: partitioned where
                 // its coordinates clamp it. Only a loop that no split or fuse made: the checker
                 // proves a consumer's reads against the writes of a producer's loops, and the
-                // pieces of a split loop cut into three are beyond what it can combine.
-                let made = self.funcs[f].stages[s].vars.iter().any(|u| match u.how {
-                    How::Split { outer, inner, .. } => outer == v || inner == v,
-                    How::Fused { fused, .. } => fused == v,
-                    How::Leaf => false,
-                });
-                let innermost = depth + 1 == self.funcs[f].stages[s].loops.len()
-                    && kind == LoopKind::Serial
-                    && !made
-                    && !self
-                        .funcs
-                        .iter()
-                        .any(|g| !g.inline && (g.compute == here || g.store == here));
-                let steady = match innermost {
-                    true => self.steady_state(f, s, dv.id)?,
-                    false => None,
+                // pieces of a split loop cut into three are beyond what it can combine. A func
+                // that nothing reads has no such proof: the outer loop of its split is
+                // partitioned too when the loops inside have constant ranges (a vectorized or
+                // unrolled tile) and nothing is computed inside.
+                let steady = match self.partitionable(f, s, depth, kind) {
+                    Some(inner) if self.resolved.borrow().is_empty() => {
+                        self.steady_state(f, s, dv.id, &inner)?
+                    }
+                    _ => None,
                 };
                 let Some(partition::SteadyState {
                     resolved,
@@ -367,6 +360,65 @@ impl Lower<'_> {
                 Ok(vec![before, steady?, after])
             }
         }
+    }
+
+    /// Whether loop `depth` of stage `(f, s)` may be partitioned (see `partition`), and the
+    /// constant ranges `lo..=hi` of the loops inside it.
+    fn partitionable(
+        &self,
+        f: usize,
+        s: usize,
+        depth: usize,
+        kind: LoopKind,
+    ) -> Option<Vec<(VarId, i64, i64)>> {
+        let st = &self.funcs[f].stages[s];
+        let (v, _) = st.loops[depth];
+        if kind != LoopKind::Serial {
+            return None;
+        }
+        let computed_inside = self.funcs.iter().any(|g| {
+            !g.inline
+                && [g.compute, g.store].iter().any(
+                    |site| matches!(site, Site::At(h, t, d) if (*h, *t) == (f, s) && *d >= depth),
+                )
+        });
+        if computed_inside {
+            return None;
+        }
+        if depth + 1 == st.loops.len() {
+            let made = st.vars.iter().any(|u| match u.how {
+                How::Split { outer, inner, .. } => outer == v || inner == v,
+                How::Fused { fused, .. } => fused == v,
+                How::Leaf => false,
+            });
+            return (!made).then(Vec::new);
+        }
+        let outer_of_split = st
+            .vars
+            .iter()
+            .any(|u| matches!(u.how, How::Split { outer, .. } if outer == v));
+        if !outer_of_split || self.is_read(f) {
+            return None;
+        }
+        st.loops[depth + 1..]
+            .iter()
+            .map(|&(u, k)| {
+                let du = &st.vars[u];
+                let (lo, ext) = (du.min.as_const()?, du.ext.as_const()?);
+                (k != LoopKind::Parallel && ext >= 1).then_some((du.id, lo, lo + ext - 1))
+            })
+            .collect()
+    }
+
+    /// Whether a definition reads func `f` (its own updates included).
+    fn is_read(&self, f: usize) -> bool {
+        self.bodies.iter().flatten().any(|(_, value, wheres)| {
+            let mut reads = false;
+            for e in std::iter::once(value).chain(wheres) {
+                e.walk(&mut |x| reads |= matches!(x, Expr::Call(Callee::Func(h), _) if *h == f));
+            }
+            reads
+        })
     }
 
     /// The guards `v < min + extent` of the `GuardWithIf` splits of stage `(f, s)` whose
@@ -543,6 +595,13 @@ impl Lower<'_> {
     /// A control expression as weft, variables that are not loops replaced by their definitions.
     pub(super) fn lin_expr(&self, l: &Lin, env: &HashMap<VarId, IExpr>) -> Res<IExpr> {
         let l = &self.expand_defs(l);
+        // In a partitioned loop's steady state, a resolved `min`/`max` is its moving side.
+        let resolved = self.resolved.borrow();
+        let l = &match resolved.is_empty() {
+            true => l.clone(),
+            false => partition::resolve(l, &resolved),
+        };
+        drop(resolved);
         if l.size() > 4 * crate::cexpr::MAX_SIZE {
             return Err(fail(
                 "bounds-size",
@@ -562,30 +621,20 @@ impl Lower<'_> {
             });
         };
         for (a, c) in &l.terms {
-            // In a partitioned loop's steady state, a resolved `min`/`max` is its moving side.
-            let side = match a {
-                Atom::Min(..) | Atom::Max(..) => self.resolved.borrow().get(a).cloned(),
-                _ => None,
-            };
-            let t = match (side, a) {
-                (Some(side), _) => self.lin_expr(&side, env)?,
-                (None, Atom::Var(v)) => match env.get(v) {
+            let t = match a {
+                Atom::Var(v) => match env.get(v) {
                     Some(e) => e.clone(),
                     None => IExpr::var(&self.syms[*v as usize], Ty::Int),
                 },
-                (None, Atom::Min(x, y)) => {
-                    IExpr::min(self.lin_expr(x, env)?, self.lin_expr(y, env)?)
-                }
-                (None, Atom::Max(x, y)) => {
-                    IExpr::max(self.lin_expr(x, env)?, self.lin_expr(y, env)?)
-                }
-                (None, Atom::Div(x, d)) => {
+                Atom::Min(x, y) => IExpr::min(self.lin_expr(x, env)?, self.lin_expr(y, env)?),
+                Atom::Max(x, y) => IExpr::max(self.lin_expr(x, env)?, self.lin_expr(y, env)?),
+                Atom::Div(x, d) => {
                     IExpr::binary(BinOp::Div, self.lin_expr(x, env)?, IExpr::int(*d))
                 }
-                (None, Atom::Mod(x, d)) => {
+                Atom::Mod(x, d) => {
                     IExpr::binary(BinOp::Mod, self.lin_expr(x, env)?, IExpr::int(*d))
                 }
-                (None, Atom::Select(k, x, y)) => IExpr::select(
+                Atom::Select(k, x, y) => IExpr::select(
                     self.cond_expr(k, env)?,
                     self.lin_expr(x, env)?,
                     self.lin_expr(y, env)?,

@@ -1,6 +1,9 @@
 //! Loop partitioning (Halide's `partition_loops`): an innermost serial loop whose coordinates
 //! clamp its variable (`repeat_edge`'s `min(max(x, lo), hi)`, a `clamp` in the algorithm) runs
-//! as three loops: before the clamps let go, the steady state, and after. In the steady state
+//! as three loops: before the clamps let go, the steady state, and after. The outer loop of a
+//! split whose inner loops have constant ranges (a vectorized or unrolled tile) is partitioned
+//! the same way, where every lane of the tile is past the clamps and a `ShiftInwards` tile is
+//! not shifted. In the steady state
 //! every such `min`/`max` takes its side that moves with the variable, so the C compiler sees
 //! contiguous accesses (vector loads instead of gathers). The steady range comes from the
 //! `min`/`max` themselves, so each resolved one holds there by construction; the proc checker
@@ -21,13 +24,22 @@ pub(super) struct SteadyState {
 }
 
 impl Lower<'_> {
-    /// The steady state of the innermost loop over `v` of stage `(f, s)`; `None` when no
-    /// coordinate clamps `v`.
-    pub(super) fn steady_state(&self, f: usize, s: usize, v: VarId) -> Res<Option<SteadyState>> {
+    /// The steady state of a loop over `v` of stage `(f, s)`; `None` when no coordinate clamps
+    /// `v`. `inner` are the loops inside it, each with its constant range `lo..=hi` (the lanes
+    /// of a vectorized split, unrolled loops): a `min`/`max` resolves only where it takes the
+    /// same side for every value of them.
+    pub(super) fn steady_state(
+        &self,
+        f: usize,
+        s: usize,
+        v: VarId,
+        inner: &[(VarId, i64, i64)],
+    ) -> Res<Option<SteadyState>> {
         let mut atoms = Vec::new();
         for l in self.coordinate_lins(f, s)? {
             collect_extrema(&self.expand_defs(&l), &mut atoms);
         }
+        let moves = |l: &Lin| mentions(l, v) || inner.iter().any(|(u, ..)| mentions(l, *u));
         let mut resolved = Resolved::new();
         let (mut lows, mut highs) = (Vec::new(), Vec::new());
         loop {
@@ -41,18 +53,28 @@ impl Lower<'_> {
                 };
                 let is_min = matches!(atom, Atom::Min(..));
                 let (ra, rb) = (substitute(a, &resolved), substitute(b, &resolved));
-                let (moving, fixed, chosen) = match (linear_in(&ra, v), linear_in(&rb, v)) {
-                    (Some(_), None) if !mentions(&rb, v) => (&ra, &rb, a),
-                    (None, Some(_)) if !mentions(&ra, v) => (&rb, &ra, b),
+                let (moving, fixed, chosen) = match (moves(&ra), moves(&rb)) {
+                    (true, false) => (&ra, &rb, a),
+                    (false, true) => (&rb, &ra, b),
                     _ => continue,
                 };
-                // moving - fixed = c v + rest, c = ±1, rest free of v.
-                let d = moving.sub(fixed);
-                let Some(c) = linear_in(&d, v) else { continue };
-                let rest = d.sub(&Lin::var(v).scale(c));
-                // The moving side is chosen where `c v + rest <= 0` (min) or `>= 0` (max).
-                let upper = is_min == (c == 1);
-                let bound = if c == 1 { rest.scale(-1) } else { rest };
+                // moving - fixed = c v + (inner terms) + rest, rest free of them all.
+                let Some((c, rest)) = linear_in(&moving.sub(fixed), v, inner) else {
+                    continue;
+                };
+                // The moving side is chosen where `c v + rest <= 0` (min) or `>= 0` (max),
+                // with `rest` at its worst over the inner loops.
+                let rest = rest(is_min);
+                let (upper, bound) = match (is_min, c > 0) {
+                    // c v <= -rest: v <= floor(-rest / c).
+                    (true, true) => (true, rest.scale(-1).div(c)),
+                    // |c| v >= rest: v >= ceil(rest / |c|).
+                    (true, false) => (false, rest.ceil_div(-c)),
+                    // c v >= -rest: v >= ceil(-rest / c).
+                    (false, true) => (false, rest.scale(-1).ceil_div(c)),
+                    // |c| v <= rest: v <= floor(rest / |c|).
+                    (false, false) => (true, rest.div(-c)),
+                };
                 if upper {
                     highs.push(bound);
                 } else {
@@ -141,15 +163,61 @@ fn substitute(l: &Lin, resolved: &Resolved) -> Lin {
     out
 }
 
-/// The coefficient (±1) of `v` in `l` when `v` appears only as a top-level term.
-fn linear_in(l: &Lin, v: VarId) -> Option<i64> {
-    let c = l
-        .terms
-        .iter()
-        .find(|(a, _)| *a == Atom::Var(v))
-        .map(|(_, c)| *c)?;
-    let rest = l.sub(&Lin::var(v).scale(c));
-    (c.abs() == 1 && !mentions(&rest, v)).then_some(c)
+/// `l` with every resolved atom, at any depth, replaced by its side and the quotients,
+/// remainders and extrema around them formed again, so that they simplify with it: in the
+/// steady state of a `ShiftInwards` split by 2, `(x_min + min(2 xo, e - 2) + xi) / 2` is
+/// `xo + (x_min + xi) / 2`, which moves with `xo` by whole elements.
+pub(super) fn resolve(l: &Lin, resolved: &Resolved) -> Lin {
+    let mut out = Lin::konst(l.k);
+    for (a, c) in &l.terms {
+        let t = match (resolved.get(a), a) {
+            (Some(side), _) => resolve(side, resolved),
+            (None, Atom::Var(v)) => Lin::var(*v),
+            (None, Atom::Min(x, y)) => resolve(x, resolved).min_with(&resolve(y, resolved)),
+            (None, Atom::Max(x, y)) => resolve(x, resolved).max_with(&resolve(y, resolved)),
+            (None, Atom::Div(x, d)) => resolve(x, resolved).div(*d),
+            (None, Atom::Mod(x, d)) => resolve(x, resolved).rem(*d),
+            (None, Atom::Select(k, x, y)) => {
+                Lin::select(k, &resolve(x, resolved), &resolve(y, resolved))
+            }
+        };
+        out = out.add(&t.scale(*c));
+    }
+    out
+}
+
+/// `l` as `c v + (terms of the inner loops) + rest`, with `c != 0` and `v` and the inner
+/// loops' variables only as top-level terms: `c`, and `rest` with the inner terms at their
+/// largest (for `true`) or smallest value over the loops' ranges.
+fn linear_in(
+    l: &Lin,
+    v: VarId,
+    inner: &[(VarId, i64, i64)],
+) -> Option<(i64, impl Fn(bool) -> Lin)> {
+    let coefficient = |u: VarId| {
+        l.terms
+            .iter()
+            .find(|(a, _)| *a == Atom::Var(u))
+            .map_or(0, |(_, c)| *c)
+    };
+    let c = coefficient(v);
+    let mut rest = l.sub(&Lin::var(v).scale(c));
+    let mut spans = Vec::new();
+    for &(u, lo, hi) in inner {
+        let k = coefficient(u);
+        rest = rest.sub(&Lin::var(u).scale(k));
+        let (a, b) = (k.checked_mul(lo)?, k.checked_mul(hi)?);
+        spans.push((a.min(b), a.max(b)));
+    }
+    if c == 0 || mentions(&rest, v) || inner.iter().any(|(u, ..)| mentions(&rest, *u)) {
+        return None;
+    }
+    let (least, most) = spans.iter().try_fold((0i64, 0i64), |(l, m), (a, b)| {
+        Some((l.checked_add(*a)?, m.checked_add(*b)?))
+    })?;
+    Some((c, move |largest: bool| {
+        rest.add_k(if largest { most } else { least })
+    }))
 }
 
 fn mentions(l: &Lin, v: VarId) -> bool {

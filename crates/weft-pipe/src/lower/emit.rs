@@ -333,12 +333,13 @@ impl Lower<'_> {
                 // unrolled tile) and nothing is computed inside.
                 let steady = match self.partitionable(f, s, depth, kind) {
                     Some(inner) if self.resolved.borrow().is_empty() => {
-                        self.steady_state(f, s, dv.id, &inner)?
+                        self.steady_state(f, s, depth, &inner)?
                     }
                     _ => None,
                 };
                 let Some(partition::SteadyState {
                     resolved,
+                    guards,
                     lows,
                     highs,
                 }) = steady
@@ -354,8 +355,10 @@ impl Lower<'_> {
                 let (start, end) = (self.lin_expr(&start, env)?, self.lin_expr(&end, env)?);
                 let before = for_loop(self, Sym::new(sym.name()), lo, start.clone())?;
                 *self.resolved.borrow_mut() = resolved;
+                *self.resolved_guards.borrow_mut() = guards.iter().map(|&u| (f, s, u)).collect();
                 let steady = for_loop(self, sym.clone(), start, end.clone());
                 self.resolved.borrow_mut().clear();
+                self.resolved_guards.borrow_mut().clear();
                 let after = for_loop(self, Sym::new(sym.name()), end, hi)?;
                 Ok(vec![before, steady?, after])
             }
@@ -425,13 +428,7 @@ impl Lower<'_> {
     /// innermost loop is loop `depth`.
     pub(super) fn guards_at(&self, f: usize, s: usize, depth: usize) -> Cond {
         let st = &self.funcs[f].stages[s];
-        fn deepest(st: &Stage, v: usize) -> usize {
-            match &st.vars[v].how {
-                How::Leaf => st.loops.iter().position(|l| l.0 == v).unwrap_or(0),
-                How::Split { outer, inner, .. } => deepest(st, *outer).max(deepest(st, *inner)),
-                How::Fused { fused, .. } => deepest(st, *fused),
-            }
-        }
+        let resolved = self.resolved_guards.borrow();
         let mut guard = Cond::Const(true);
         for (v, dv) in st.vars.iter().enumerate() {
             if let How::Split {
@@ -439,7 +436,7 @@ impl Lower<'_> {
                 ..
             } = dv.how
             {
-                if deepest(st, v) == depth {
+                if deepest_loop(st, v) == depth && !resolved.contains(&(f, s, v)) {
                     let def = self.defs[&dv.id].clone();
                     guard = Cond::and(guard, Cond::lt(&def, &dv.min.add(&dv.ext)));
                 }
@@ -684,6 +681,15 @@ impl Lower<'_> {
             Cond::Or(a, b) => self.cond_expr(a, env)?.or(self.cond_expr(b, env)?),
             Cond::Not(a) => self.cond_expr(a, env)?.not(),
         })
+    }
+}
+
+/// The innermost of the loops that variable `v` of stage `st` became.
+pub(super) fn deepest_loop(st: &Stage, v: usize) -> usize {
+    match &st.vars[v].how {
+        How::Leaf => st.loops.iter().position(|l| l.0 == v).unwrap_or(0),
+        How::Split { outer, inner, .. } => deepest_loop(st, *outer).max(deepest_loop(st, *inner)),
+        How::Fused { fused, .. } => deepest_loop(st, *fused),
     }
 }
 

@@ -295,6 +295,9 @@ struct Lower<'a> {
     data_preconds: std::cell::RefCell<Vec<Cond>>,
     /// The `min`/`max` resolved in the steady state of the loop being emitted (`partition`).
     resolved: std::cell::RefCell<partition::Resolved>,
+    /// The `GuardWithIf` splits (stage and split variable) whose guards hold throughout the
+    /// steady state of the loop being emitted: they are left out there.
+    resolved_guards: std::cell::RefCell<Vec<(usize, usize, usize)>>,
     /// Variables split with `ShiftInwards` whose extent is known to be at least the factor (an
     /// output's window, by a precondition): the shifted tile stays inside their range.
     fits: HashSet<VarId>,
@@ -328,6 +331,7 @@ impl<'a> Lower<'a> {
             preconds: Vec::new(),
             data_preconds: Default::default(),
             resolved: Default::default(),
+            resolved_guards: Default::default(),
             fits: HashSet::new(),
             engine: Engine::Tight,
             input_regions: Vec::new(),
@@ -370,6 +374,7 @@ impl<'a> Lower<'a> {
         self.preconds.clear();
         self.data_preconds.take();
         self.resolved.take();
+        self.resolved_guards.take();
         self.fits.clear();
         self.input_regions.clear();
         self.inlined.set((0, None));

@@ -19,6 +19,8 @@ pub(super) type Resolved = HashMap<Atom, Lin>;
 /// and there each resolved atom takes its side.
 pub(super) struct SteadyState {
     pub resolved: Resolved,
+    /// The `GuardWithIf` splits (variables of the stage) whose guards inside the loop hold.
+    pub guards: Vec<usize>,
     pub lows: Vec<Lin>,
     pub highs: Vec<Lin>,
 }
@@ -32,9 +34,11 @@ impl Lower<'_> {
         &self,
         f: usize,
         s: usize,
-        v: VarId,
+        depth: usize,
         inner: &[(VarId, i64, i64)],
     ) -> Res<Option<SteadyState>> {
+        let st = &self.funcs[f].stages[s];
+        let v = st.vars[st.loops[depth].0].id;
         let mut atoms = Vec::new();
         for l in self.coordinate_lins(f, s)? {
             collect_extrema(&self.expand_defs(&l), &mut atoms);
@@ -86,11 +90,40 @@ impl Lower<'_> {
                 break;
             }
         }
-        Ok((!resolved.is_empty()).then_some(SteadyState {
-            resolved,
-            lows,
-            highs,
-        }))
+        // The guards of `GuardWithIf` splits inside the loop: `def < min + extent`, which holds
+        // for every inner value where `c v + rest <= 0` does, rest at its largest.
+        let mut guards = Vec::new();
+        for (u, du) in st.vars.iter().enumerate() {
+            if !matches!(
+                du.how,
+                How::Split {
+                    tail: Tail::GuardWithIf,
+                    ..
+                }
+            ) || super::emit::deepest_loop(st, u) <= depth
+            {
+                continue;
+            }
+            let def = self.expand_defs(&self.defs[&du.id]);
+            let past = resolve(&def.sub(&du.min.add(&du.ext)).add_k(1), &resolved);
+            let Some((c, rest)) = linear_in(&past, v, inner) else {
+                continue;
+            };
+            let rest = rest(true);
+            match c > 0 {
+                true => highs.push(rest.scale(-1).div(c)),
+                false => lows.push(rest.ceil_div(-c)),
+            }
+            guards.push(u);
+        }
+        Ok(
+            (!resolved.is_empty() || !guards.is_empty()).then_some(SteadyState {
+                resolved,
+                guards,
+                lows,
+                highs,
+            }),
+        )
     }
 
     /// The coordinates of the stage's reads and writes of buffers, as offsets into them.

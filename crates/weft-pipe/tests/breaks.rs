@@ -164,3 +164,56 @@ fn bound_with_an_unknown_parameter_panics_in_lowering() {
     assert_eq!(e.rule, "startup", "{e}");
     assert!(weft_pipe::lower::lower(&p, &s, &dram()).is_ok());
 }
+
+/// Review of partitioning split loops: a coordinate `x * -2^31 * 65536 * 65536` has the
+/// coefficient -2^63 in the control arithmetic. Partitioning negated it (the steady state's end
+/// divides by `-c`), which wraps back to -2^63, and lowering panicked in `Lin::div` ("division
+/// by a non-positive constant"); before, only coefficients of ±1 were partitioned. Now a
+/// coefficient beyond i32 is not partitioned, and the checker names the overflow.
+#[test]
+fn a_huge_coefficient_is_not_partitioned() {
+    let p = parse(
+        "pipeline p(n: i32, input: i32[1]) -> out { c = repeat_edge(input);
+        out(x): i32 = c(x * (0 - 2147483647 - 1) * 65536 * 65536); }",
+    );
+    let s = Schedule::new(&p);
+    let l = weft_pipe::lower::lower_with(&p, &s, &dram(), weft_pipe::lower::Engine::Tight)
+        .expect("lowers");
+    let d = weft_check::check_proc(&l.proc).expect_err("the control arithmetic overflows");
+    assert!(format!("{d:?}").contains("overflow"), "{d:?}");
+}
+
+/// The outer loop of an output's guarded vectorized tile runs as three loops; the middle one
+/// (where the whole tile lies inside the window and past the input's clamps) has neither the
+/// guard nor the clamps, and every window matches the reference.
+#[test]
+fn an_outputs_guarded_tile_loses_its_guard_and_clamps_in_the_steady_state() {
+    let p = parse(
+        "pipeline p(input: i32[1]) -> out { c = repeat_edge(input);
+        out(x): i32 = c(x - 1) + c(x + 1); }",
+    );
+    let s = sched(
+        &p,
+        "schedule s = p { out.split(x, xo, xi, 8, GuardWithIf).vectorize(xi); }",
+    );
+    let l = common::lowered(&p, &s, weft_pipe::lower::Engine::Tight);
+    let text = format!("{}", l.proc);
+    let loops: Vec<&str> = text
+        .split("for out_xi in 0..8 {")
+        .skip(1)
+        .map(|body| &body[..body.find('}').unwrap()])
+        .collect();
+    assert_eq!(loops.len(), 3, "{text}");
+    assert!(
+        loops[0].contains("if ") && loops[0].contains("min("),
+        "{text}"
+    );
+    assert!(
+        !loops[1].contains("if ") && !loops[1].contains("min("),
+        "{text}"
+    );
+    for w in [(0, 1), (0, 8), (-3, 17), (5, 40), (2, 3)] {
+        matched(run(&p, &s, &[], &[w], 2, 7));
+        matched(run(&p, &s, &[], &[w], 0, 9));
+    }
+}

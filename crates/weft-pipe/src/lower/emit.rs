@@ -415,9 +415,10 @@ impl Lower<'_> {
 
     /// Whether a definition reads func `f` (its own updates included).
     fn is_read(&self, f: usize) -> bool {
-        self.bodies.iter().flatten().any(|(_, value, wheres)| {
+        self.bodies.iter().flatten().any(|(lhs, value, wheres)| {
             let mut reads = false;
-            for e in std::iter::once(value).chain(wheres) {
+            // A histogram's coordinates read too: `h(clamp(f(r), 0, 9)) += 1`.
+            for e in lhs.iter().chain([value]).chain(wheres) {
                 e.walk(&mut |x| reads |= matches!(x, Expr::Call(Callee::Func(h), _) if *h == f));
             }
             reads

@@ -245,6 +245,13 @@ fn linear_in(
     if c == 0 || mentions(&rest, v) || inner.iter().any(|(u, ..)| mentions(&rest, *u)) {
         return None;
     }
+    // The bounds negate `c` and `rest` and divide by `c`: exactly, as the coefficients of
+    // quasi-affine control are (`x * -2^31 * 65536 * 65536` has a coefficient of -2^63, whose
+    // negation wraps; the checker rejects such a coordinate, which must not be partitioned).
+    let exact = |k: i64| k.unsigned_abs() <= i32::MAX as u64;
+    if !exact(c) || !rest.terms.iter().all(|(_, k)| k.checked_neg().is_some()) || !exact(rest.k) {
+        return None;
+    }
     let (least, most) = spans.iter().try_fold((0i64, 0i64), |(l, m), (a, b)| {
         Some((l.checked_add(*a)?, m.checked_add(*b)?))
     })?;

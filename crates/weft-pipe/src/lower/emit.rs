@@ -638,7 +638,8 @@ impl Lower<'_> {
                     self.lin_expr(y, env)?,
                 ),
             };
-            if *c < 0 && acc.is_some() {
+            // (-2^63 has no negation: added as it stands.)
+            if *c < 0 && *c != i64::MIN && acc.is_some() {
                 let t = if *c == -1 {
                     t
                 } else {
@@ -652,7 +653,8 @@ impl Lower<'_> {
         Ok(match acc {
             None => IExpr::int(l.k),
             Some(a) if l.k > 0 => IExpr::binary(BinOp::Add, a, IExpr::int(l.k)),
-            Some(a) if l.k < 0 => IExpr::binary(BinOp::Sub, a, IExpr::int(-l.k)),
+            Some(a) if l.k < 0 && l.k != i64::MIN => IExpr::binary(BinOp::Sub, a, IExpr::int(-l.k)),
+            Some(a) if l.k < 0 => IExpr::binary(BinOp::Add, a, IExpr::int(l.k)),
             Some(a) => a,
         })
     }
@@ -702,6 +704,11 @@ fn split_cmp(
     l: &Lower,
     env: &HashMap<VarId, IExpr>,
 ) -> Res<IExpr> {
+    // A coefficient of -2^63 has no negation: `e <= 0` as it stands (the checker then names
+    // the overflow of the control arithmetic, if any).
+    if e.k == i64::MIN || e.terms.iter().any(|t| t.1 == i64::MIN) {
+        return Ok(op(l.lin_expr(e, env)?, IExpr::int(0)));
+    }
     let pos = Lin {
         terms: e.terms.iter().filter(|t| t.1 > 0).cloned().collect(),
         k: e.k.max(0),

@@ -933,6 +933,17 @@ impl<'u> ProcCx<'u> {
             {
                 Ok(format!("(({}) ({sa} / {sb}))", c_type(d)))
             }
+            // Floor division and modulo by a power of two 2^k are an arithmetic shift and a
+            // mask in two's complement (GCC shifts signed values arithmetically): no branches,
+            // so upsampling's `(x + 1) / 2` and `x % 2` vectorize.
+            BinOp::Div if d.is_int() && power_of_two(b, d).is_some() => {
+                let k = power_of_two(b, d).unwrap_or(0);
+                Ok(format!("(({}) ({sa} >> {k}))", c_type(d)))
+            }
+            BinOp::Mod if d.is_int() && power_of_two(b, d).is_some() => {
+                let m = b.as_int_const().unwrap_or(1) - 1;
+                Ok(format!("(({}) ({sa} & {m}))", c_type(d)))
+            }
             BinOp::Div if d.is_int() => Ok(format!("{}({sa}, {sb})", h.div(d))),
             BinOp::Mod if d.is_int() => Ok(format!("{}({sa}, {sb})", h.rem(d))),
             BinOp::Mod => Err(bad()),
@@ -1415,6 +1426,15 @@ impl<'u> ProcCx<'u> {
         }
         Ok(())
     }
+}
+
+/// `k` where the expression is the constant 2^k with 1 <= k < the width of `d` (a wider shift
+/// would be undefined in C).
+fn power_of_two(e: &Expr, d: DType) -> Option<u32> {
+    e.as_int_const()
+        .filter(|&c| c > 1 && (c as u64).is_power_of_two())
+        .map(|c| c.trailing_zeros())
+        .filter(|&k| k < d.bits())
 }
 
 #[cfg(test)]

@@ -603,3 +603,118 @@ fn independent_short_loops_are_marked_ivdep() {
         compile_object("ivdep", &unit.source, &[]);
     }
 }
+
+/// Floor division and modulo by a power of two are emitted as a shift and a mask; they must still
+/// be the floor (toward minus infinity, remainder non-negative) for negative operands, at every
+/// width, for data and for control values.
+#[test]
+fn power_of_two_division_is_the_floor_at_every_width() {
+    let vals: [i64; 10] = [i64::MIN, -129, -9, -8, -7, -1, 0, 1, 7, i64::MAX];
+    let cases: [(DType, i64); 8] = [
+        (DType::I8, 4),
+        (DType::I16, 16),
+        (DType::I32, 2),
+        (DType::I32, 1 << 30),
+        (DType::I64, 8),
+        (DType::I64, 1 << 62),
+        (DType::U8, 128),
+        (DType::U32, 4),
+    ];
+    for (d, k) in cases {
+        let mem = dram();
+        let mut p = ProcBuilder::new("pow2", &mem);
+        let n = p.size("n");
+        let a = p.tensor("a", d, vec![n.clone()]);
+        let q = p.tensor("q", d, vec![n.clone()]);
+        let r = p.tensor("r", d, vec![n.clone()]);
+        let cq = p.tensor("cq", DType::I64, vec![n.clone()]);
+        let cr = p.tensor("cr", DType::I64, vec![n.clone()]);
+        p.body().for_("i", 0, &n, |bb, i| {
+            let ai = a.at(vec![i.clone()]);
+            bb.assign(&q, vec![i.clone()], ai.clone() / Expr::int(k));
+            bb.assign(&r, vec![i.clone()], ai % Expr::int(k));
+            // Control arithmetic: i - 5 is negative for the first elements.
+            let c = i.clone() - Expr::int(5);
+            bb.assign(
+                &cq,
+                vec![i.clone()],
+                Expr::cast(DType::I64, c.clone() / Expr::int(4)),
+            );
+            bb.assign(
+                &cr,
+                vec![i.clone()],
+                Expr::cast(DType::I64, c % Expr::int(4)),
+            );
+        });
+        let unit = emit(&[p.finish()]).unwrap();
+        // (Unsigned division is C's `/`, already the floor.)
+        assert!(
+            !d.is_signed() || unit.source.contains(&format!(">> {}", k.trailing_zeros())),
+            "{d} / {k} is not a shift"
+        );
+        let t = match d {
+            DType::I8 => "int8_t",
+            DType::I16 => "int16_t",
+            DType::I32 => "int32_t",
+            DType::I64 => "int64_t",
+            DType::U8 => "uint8_t",
+            _ => "uint32_t",
+        };
+        let bits = d.bits();
+        let wrap = |v: i64| -> i64 {
+            // The value as the element type holds it (two's complement truncation).
+            let m = if bits == 64 {
+                v
+            } else {
+                v & ((1i64 << bits) - 1)
+            };
+            if d.is_signed() && bits < 64 && m >= 1i64 << (bits - 1) {
+                m - (1i64 << bits)
+            } else {
+                m
+            }
+        };
+        let inputs: Vec<i64> = vals.iter().map(|&v| wrap(v)).collect();
+        let init = inputs
+            .iter()
+            .map(|&v| format!("({t}) (uint64_t) {}ULL", v as u64))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let code = weft_c::dtype_code(d);
+        let i64_code = weft_c::dtype_code(DType::I64);
+        let main_c = format!(
+            r#"
+#include <stdio.h>
+{header}
+int main(void) {{
+    int64_t shape[1] = {{10}}, strides[1] = {{1}};
+    {t} a[10] = {{{init}}}, q[10], r[10];
+    int64_t cq[10], cr[10];
+    weft_buffer ba = {{a, {code}, 1, shape, strides}}, bq = {{q, {code}, 1, shape, strides}},
+        br = {{r, {code}, 1, shape, strides}}, bcq = {{cq, {i64_code}, 1, shape, strides}},
+        bcr = {{cr, {i64_code}, 1, shape, strides}};
+    int rc = {sym}(NULL, 10, &ba, &bq, &br, &bcq, &bcr);
+    printf("%d\n", rc);
+    for (int i = 0; i < 10; i++) printf("%lld %lld %lld %lld\n", (long long) q[i], (long long) r[i], (long long) cq[i], (long long) cr[i]);
+    return 0;
+}}
+"#,
+            header = unit.header,
+            sym = unit.entries[0].direct_symbol
+        );
+        let out = run_with_main("pow2", &unit.source, &main_c);
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("0"), "{d}");
+        for (i, &v) in inputs.iter().enumerate() {
+            let (fq, fr) = if d.is_signed() {
+                (v.div_euclid(k), v.rem_euclid(k))
+            } else {
+                let u = v as u64;
+                ((u / k as u64) as i64, (u % k as u64) as i64)
+            };
+            let c = i as i64 - 5;
+            let expect = format!("{fq} {fr} {} {}", c.div_euclid(4), c.rem_euclid(4));
+            assert_eq!(lines.next(), Some(expect.as_str()), "{d} / {k}, a = {v}");
+        }
+    }
+}

@@ -254,9 +254,9 @@ impl<S: Solver> CachingSolver<S> {
     }
 }
 
-impl<S: Solver> Solver for CachingSolver<S> {
-    fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
-        self.stats.queries += 1;
+impl<S: Solver> CachingSolver<S> {
+    /// The inner solver's answer to exactly this query, through the cache.
+    fn cached(&mut self, facts: &[Term], goal: &Term) -> Validity {
         let key = (facts.to_vec(), goal.clone());
         if let Some(v) = self.cache.get(&key) {
             self.stats.cache_hits += 1;
@@ -271,10 +271,100 @@ impl<S: Solver> Solver for CachingSolver<S> {
         }
         v
     }
+}
+
+impl<S: Solver> Solver for CachingSolver<S> {
+    /// The query is first asked of the facts that can bear on the goal ([`relevant_facts`]): a
+    /// proc's hundreds of facts about sizes, derived bounds and enclosing loops mostly speak of
+    /// other variables, and z3 pays for every one. A subset of the facts that implies the goal is a proof; anything else (the
+    /// facts left out may contradict each other, which makes every goal hold) is asked again of
+    /// all the facts, so the answer, and its counterexample, are the full query's.
+    fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.stats.queries += 1;
+        let sliced = relevant_facts(facts, goal);
+        if sliced.len() < facts.len() && self.cached(&sliced, goal) == Validity::Valid {
+            return Validity::Valid;
+        }
+        self.cached(facts, goal)
+    }
 
     fn new_budget(&mut self) {
         self.inner.new_budget()
     }
+}
+
+/// The facts that can bear on the goal. A definition `v == e` (of a derived bound, a min/max
+/// operand: `v` not in `e`) is kept when `v` is reachable from the goal, and makes the
+/// variables of `e` reachable; any other fact is kept when it mentions a reachable variable,
+/// and makes all its variables reachable. Facts without variables are kept (a false one proves
+/// everything). Definitions are followed one way only because every derived bound is defined
+/// from the same few window variables: followed both ways they would connect every fact.
+pub fn relevant_facts(facts: &[Term], goal: &Term) -> Vec<Term> {
+    fn var_ids(t: &Term, out: &mut Vec<u64>) {
+        match t {
+            Term::IntVar(v) | Term::BoolVar(v) => out.push(v.id),
+            _ => {
+                let mut kids = Vec::new();
+                t.children(&mut kids);
+                for k in kids {
+                    var_ids(k, out);
+                }
+            }
+        }
+    }
+    // For each variable: the facts that define it, and the other facts that mention it.
+    let mut defines: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut mentions: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut vars_of = Vec::with_capacity(facts.len());
+    let mut keep = vec![false; facts.len()];
+    for (i, f) in facts.iter().enumerate() {
+        let mut ids = Vec::new();
+        var_ids(f, &mut ids);
+        ids.sort_unstable();
+        ids.dedup();
+        let defined = match f {
+            Term::Eq(a, e) => match &**a {
+                Term::IntVar(v) | Term::BoolVar(v) if e.occurrences(v.id) == 0 => Some(v.id),
+                _ => None,
+            },
+            _ => None,
+        };
+        match defined {
+            Some(v) => defines.entry(v).or_default().push(i),
+            None if ids.is_empty() => keep[i] = true,
+            None => {
+                for &id in &ids {
+                    mentions.entry(id).or_default().push(i);
+                }
+            }
+        }
+        vars_of.push(ids);
+    }
+    let mut reached = std::collections::HashSet::new();
+    let mut work = Vec::new();
+    var_ids(goal, &mut work);
+    while let Some(v) = work.pop() {
+        if !reached.insert(v) {
+            continue;
+        }
+        for &i in defines
+            .get(&v)
+            .into_iter()
+            .chain(mentions.get(&v))
+            .flatten()
+        {
+            if !keep[i] {
+                keep[i] = true;
+                work.extend(vars_of[i].iter().copied().filter(|w| !reached.contains(w)));
+            }
+        }
+    }
+    facts
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(f, _)| f.clone())
+        .collect()
 }
 
 /// The z3 implementation (the `z3` crate on the system libz3).

@@ -50,3 +50,61 @@ fn an_answer_does_not_depend_on_undecided_procs_before_it() {
         .collect();
     assert!(lines.iter().all(|&l| l <= 14), "d was not decided: {d:?}");
 }
+
+/// Queries are first asked of the facts that bear on the goal (`smt::relevant_facts`); a body
+/// that is dead because facts about other variables contradict each other must still be
+/// accepted (the full query is asked when the sliced one does not prove the goal), and a
+/// failing access must still be rejected with a counterexample.
+#[test]
+fn facts_left_out_of_a_query_never_change_its_answer() {
+    check(
+        "proc dead(m: index, i: index, a: f32[4] @ DRAM) {
+            assert m >= 0;
+            if m < 0 {
+                a[i] = 1.0;
+            }
+        }",
+    )
+    .expect("the body is unreachable");
+    let e = check(
+        "proc live(m: index, i: index, a: f32[4] @ DRAM) {
+            assert m >= 0;
+            if m < 5 {
+                a[i] = 1.0;
+            }
+        }",
+    )
+    .expect_err("i is not bounded");
+    assert!(common::note(&e[0]).contains("counterexample"), "{e:?}");
+}
+
+#[test]
+fn relevant_facts_follow_definitions_from_the_goal_only() {
+    use weft_check::smt::{relevant_facts, Term, Var};
+    let v = |id, name: &str| {
+        Term::IntVar(Var {
+            id,
+            name: name.into(),
+        })
+    };
+    let (n, a, b, i, j) = (v(1, "n"), v(2, "a"), v(3, "b"), v(4, "i"), v(5, "j"));
+    let facts = vec![
+        Term::le(Term::Int(0), n.clone()), // kept: n reached through a's definition
+        Term::eq(a.clone(), Term::add(n.clone(), Term::Int(1))), // kept: a is in the goal
+        Term::eq(b.clone(), Term::add(n.clone(), Term::Int(2))), // dropped: b is never reached
+        Term::lt(i.clone(), a.clone()),    // kept: mentions i
+        Term::lt(j.clone(), b.clone()),    // dropped
+        Term::Bool(true),                  // kept: no variables
+    ];
+    let goal = Term::le(i.clone(), n.clone());
+    let kept = relevant_facts(&facts, &goal);
+    assert_eq!(
+        kept,
+        vec![
+            facts[0].clone(),
+            facts[1].clone(),
+            facts[3].clone(),
+            facts[5].clone()
+        ]
+    );
+}

@@ -18,8 +18,9 @@
 //! ```
 //!
 //! Compiler: `cc` unless `WEFT_CC` says otherwise; flags `-O3 -march=native` unless `WEFT_CFLAGS`
-//! says otherwise; always `-std=c99 -fPIC -shared -ffp-contract=off` (no FMA contraction, so results
-//! are bit-identical to the interpreter) and `-lm`, and for a unit whose memories declare
+//! says otherwise; always `-std=c99 -fPIC -shared -ffp-contract=off -fno-trapping-math` (no FMA
+//! contraction, so results are bit-identical to the interpreter; no floating-point traps, which
+//! weft cannot observe, so GCC may vectorize clamped conversions) and `-lm`, and for a unit whose memories declare
 //! instruction-set extensions (`isa`) the flags that enable them (`-mavx512f`), so such kernels
 //! compile whatever `WEFT_CFLAGS` says. A unit that needs an extension this CPU lacks is refused
 //! before it is compiled or loaded ([`JitError::Isa`]), never run into an illegal instruction.
@@ -149,7 +150,13 @@ pub struct Jit {
 
 /// Flags passed on every compile regardless of configuration: they fix the language and the
 /// floating-point semantics the generated C relies on.
-const REQUIRED_FLAGS: &[&str] = &["-std=c99", "-fPIC", "-shared", "-ffp-contract=off"];
+/// The flags weft's C semantics need, wherever it is compiled (JIT and `weft::build`):
+/// `-ffp-contract=off`: no FMA contraction, so results are bit-identical to the interpreter.
+/// `-fno-trapping-math`: weft has no floating-point exceptions to observe, and without it GCC
+/// keeps a clamped float conversion (`min(max(v, 0), 1) * 65535` to u16) as branches, which it
+/// may not turn into vector selects since the multiply could trap; it changes no result.
+pub const SEMANTIC_FLAGS: &[&str] = &["-std=c99", "-ffp-contract=off", "-fno-trapping-math"];
+const REQUIRED_FLAGS: &[&str] = &["-fPIC", "-shared"];
 
 /// Added for units with parallel loops: they become OpenMP worksharing loops.
 pub const OPENMP_FLAG: &str = "-fopenmp";
@@ -240,7 +247,12 @@ impl Jit {
         self.flags
             .iter()
             .cloned()
-            .chain(REQUIRED_FLAGS.iter().map(|s| s.to_string()))
+            .chain(
+                SEMANTIC_FLAGS
+                    .iter()
+                    .chain(REQUIRED_FLAGS)
+                    .map(|s| s.to_string()),
+            )
             .collect()
     }
 

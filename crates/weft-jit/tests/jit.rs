@@ -325,6 +325,7 @@ fn compiler_failure_is_reported_with_its_output() {
         Err(JitError::Compile { stderr, command }) => {
             assert!(stderr.contains("no-such-weft-flag"), "{stderr}");
             assert!(command.contains("-ffp-contract=off"), "{command}");
+            assert!(command.contains("-fno-trapping-math"), "{command}");
         }
         Err(e) => panic!("wrong error {e}"),
         Ok(_) => panic!("compiled with a bogus flag"),

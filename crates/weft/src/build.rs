@@ -142,7 +142,7 @@ impl Build {
         self
     }
 
-    /// Replace the optimisation flags (default `-O3`; `-std=c99 -ffp-contract=off` are always
+    /// Replace the optimisation flags (default `-O3`; `weft_jit::SEMANTIC_FLAGS` are always
     /// added, since weft's semantics need them, and so are the flags of the instruction-set
     /// extensions a file needs).
     pub fn flags(mut self, flags: &[&str]) -> Build {
@@ -214,7 +214,8 @@ impl Build {
             run(Command::new(cc)
                 .args(&self.flags)
                 .args(&isa_flags)
-                .args(["-std=c99", "-ffp-contract=off", "-fPIC", "-c"])
+                .args(weft_jit::SEMANTIC_FLAGS)
+                .args(["-fPIC", "-c"])
                 .args(unit.parallel.then_some(weft_jit::OPENMP_FLAG))
                 .arg(&files.c)
                 .arg("-o")

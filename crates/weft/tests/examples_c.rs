@@ -162,6 +162,7 @@ fn example_c_is_warning_free_and_sanitizer_clean() {
                 ])
                 .args([
                     "-ffp-contract=off",
+                    "-fno-trapping-math",
                     "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=all",
                 ])

@@ -90,6 +90,7 @@ pub fn run_with_main_env(
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=all",
             "-ffp-contract=off",
+            "-fno-trapping-math",
             "k.c",
             "main.c",
             "-o",

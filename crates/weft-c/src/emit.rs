@@ -1428,13 +1428,20 @@ impl<'u> ProcCx<'u> {
     }
 }
 
-/// `k` where the expression is the constant 2^k with 1 <= k < the width of `d` (a wider shift
-/// would be undefined in C).
+/// `k` where the expression is the constant 2^k of type `d`, 1 <= k < the width of `d` (a
+/// wider shift would be undefined in C). The constant must be one `d` holds: `-(-128)` folds to
+/// 128 in i64 but is -128 in i8, where the division is by -128.
 fn power_of_two(e: &Expr, d: DType) -> Option<u32> {
-    e.as_int_const()
-        .filter(|&c| c > 1 && (c as u64).is_power_of_two())
-        .map(|c| c.trailing_zeros())
-        .filter(|&k| k < d.bits())
+    let c = e.as_int_const()?;
+    let bits = d.bits();
+    let fits = if d.is_signed() {
+        bits >= 64 || c < 1i64 << (bits - 1)
+    } else {
+        bits >= 64 || c < 1i64 << bits
+    };
+    (fits && c > 1 && (c as u64).is_power_of_two())
+        .then(|| c.trailing_zeros())
+        .filter(|&k| k < bits)
 }
 
 #[cfg(test)]

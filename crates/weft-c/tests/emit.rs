@@ -718,3 +718,44 @@ int main(void) {{
         }
     }
 }
+
+/// `-(-128)` is -128 in i8 (wrapping negation), not the power of two 128 that it folds to in
+/// i64: dividing by it is not a shift (found by review: `x >> 7` gave -1 where the interpreter
+/// gives 1 for x = -128).
+#[test]
+fn a_wrapped_constant_divisor_is_not_taken_for_a_power_of_two() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("wrapdiv", &mem);
+    let n = p.size("n");
+    let a = p.tensor("a", DType::I8, vec![n.clone()]);
+    let q = p.tensor("q", DType::I8, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |bb, i| {
+        let divisor = -(-Expr::int(128));
+        bb.assign(&q, vec![i.clone()], a.at(vec![i.clone()]) / divisor);
+    });
+    let unit = emit(&[p.finish()]).unwrap();
+    assert!(!unit.source.contains(">> 7"), "{}", unit.source);
+    let code = weft_c::dtype_code(DType::I8);
+    let main_c = format!(
+        r#"
+#include <stdio.h>
+{header}
+int main(void) {{
+    int64_t shape[1] = {{4}}, strides[1] = {{1}};
+    int8_t a[4] = {{-128, -7, 7, 127}}, q[4];
+    weft_buffer ba = {{a, {code}, 1, shape, strides}}, bq = {{q, {code}, 1, shape, strides}};
+    int rc = {sym}(NULL, 4, &ba, &bq);
+    printf("%d %d %d %d %d\n", rc, q[0], q[1], q[2], q[3]);
+    return 0;
+}}
+"#,
+        header = unit.header,
+        sym = unit.entries[0].direct_symbol
+    );
+    let out = run_with_main("wrapdiv", &unit.source, &main_c);
+    let expect: Vec<String> = [-128i8, -7, 7, 127]
+        .iter()
+        .map(|&v| v.wrapping_div_euclid(-128).to_string())
+        .collect();
+    assert_eq!(out.trim(), format!("0 {}", expect.join(" ")));
+}

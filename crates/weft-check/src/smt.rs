@@ -223,6 +223,12 @@ pub enum Validity {
 pub trait Solver {
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity;
 
+    /// [`Solver::check_valid`] as a first attempt that another query will follow when it is
+    /// undecided: an undecided answer here does not tighten the limits of the unit of work.
+    fn check_valid_attempt(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.check_valid(facts, goal)
+    }
+
     /// A new unit of work begins (a proc to check, a scheduling step): limits that earlier
     /// undecided queries tightened are restored, so its answers do not depend on the work
     /// before it.
@@ -256,14 +262,18 @@ impl<S: Solver> CachingSolver<S> {
 
 impl<S: Solver> CachingSolver<S> {
     /// The inner solver's answer to exactly this query, through the cache.
-    fn cached(&mut self, facts: &[Term], goal: &Term) -> Validity {
+    fn cached(&mut self, facts: &[Term], goal: &Term, attempt: bool) -> Validity {
         let key = (facts.to_vec(), goal.clone());
         if let Some(v) = self.cache.get(&key) {
             self.stats.cache_hits += 1;
             return v.clone();
         }
         let t0 = std::time::Instant::now();
-        let v = self.inner.check_valid(facts, goal);
+        let v = if attempt {
+            self.inner.check_valid_attempt(facts, goal)
+        } else {
+            self.inner.check_valid(facts, goal)
+        };
         self.stats.solver_time += t0.elapsed();
         // "Undecided" depends on the limit the query had; another unit of work may decide it.
         if v != Validity::Unknown {
@@ -278,14 +288,15 @@ impl<S: Solver> Solver for CachingSolver<S> {
     /// proc's hundreds of facts about sizes, derived bounds and enclosing loops mostly speak of
     /// other variables, and z3 pays for every one. A subset of the facts that implies the goal is a proof; anything else (the
     /// facts left out may contradict each other, which makes every goal hold) is asked again of
-    /// all the facts, so the answer, and its counterexample, are the full query's.
+    /// all the facts, so the answer, and its counterexample, are the full query's (and the
+    /// first attempt, when undecided, does not tighten the limits of the unit of work).
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
         self.stats.queries += 1;
         let sliced = relevant_facts(facts, goal);
-        if sliced.len() < facts.len() && self.cached(&sliced, goal) == Validity::Valid {
+        if sliced.len() < facts.len() && self.cached(&sliced, goal, true) == Validity::Valid {
             return Validity::Valid;
         }
-        self.cached(facts, goal)
+        self.cached(facts, goal, false)
     }
 
     fn new_budget(&mut self) {
@@ -531,6 +542,21 @@ fn to_z3(t: &Term, vars: &mut HashMap<u64, Z3Ast>) -> Z3Ast {
 
 impl Solver for Z3Solver {
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.answer(facts, goal, true)
+    }
+
+    fn check_valid_attempt(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.answer(facts, goal, false)
+    }
+
+    fn new_budget(&mut self) {
+        self.unknowns = 0;
+    }
+}
+
+impl Z3Solver {
+    /// The answer; `count`: an undecided one counts toward the tighter limit.
+    fn answer(&mut self, facts: &[Term], goal: &Term, count: bool) -> Validity {
         let mut sorted: Vec<(String, &Term)> = facts.iter().map(|f| (f.to_string(), f)).collect();
         sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let facts: Vec<&Term> = sorted.into_iter().map(|(_, f)| f).collect();
@@ -553,14 +579,10 @@ impl Solver for Z3Solver {
             limit(&solver, rlimit);
             solve(&solver, &facts, goal)
         });
-        if result == Validity::Unknown {
+        if count && result == Validity::Unknown {
             self.unknowns += 1;
         }
         result
-    }
-
-    fn new_budget(&mut self) {
-        self.unknowns = 0;
     }
 }
 

@@ -19,8 +19,9 @@
 //!
 //! Compiler: `cc` unless `WEFT_CC` says otherwise; flags `-O3 -march=native` unless `WEFT_CFLAGS`
 //! says otherwise; always `-std=c99 -fPIC -shared -ffp-contract=off -fno-trapping-math` (no FMA
-//! contraction, so results are bit-identical to the interpreter; no floating-point traps, which
-//! weft cannot observe, so GCC may vectorize clamped conversions) and `-lm`, and for a unit whose memories declare
+//! contraction, so results are bit-identical to the interpreter but for the sign of NaNs folded
+//! from constants; no floating-point traps, which weft cannot observe, so GCC may vectorize
+//! clamped conversions: [`SEMANTIC_FLAGS`]) and `-lm`, and for a unit whose memories declare
 //! instruction-set extensions (`isa`) the flags that enable them (`-mavx512f`), so such kernels
 //! compile whatever `WEFT_CFLAGS` says. A unit that needs an extension this CPU lacks is refused
 //! before it is compiled or loaded ([`JitError::Isa`]), never run into an illegal instruction.
@@ -154,7 +155,10 @@ pub struct Jit {
 /// `-ffp-contract=off`: no FMA contraction, so results are bit-identical to the interpreter.
 /// `-fno-trapping-math`: weft has no floating-point exceptions to observe, and without it GCC
 /// keeps a clamped float conversion (`min(max(v, 0), 1) * 65535` to u16) as branches, which it
-/// may not turn into vector selects since the multiply could trap; it changes no result.
+/// may not turn into vector selects since the multiply could trap. It changes no value; only
+/// the sign bit of a NaN that GCC makes at compile time from an invalid operation on constants
+/// (`0.0 / 0.0`: positive, where x86 and the interpreter make it negative), which no weft
+/// operation can observe (NaNs compare alike, convert to 0; tests compare NaN as NaN).
 pub const SEMANTIC_FLAGS: &[&str] = &["-std=c99", "-ffp-contract=off", "-fno-trapping-math"];
 const REQUIRED_FLAGS: &[&str] = &["-fPIC", "-shared"];
 

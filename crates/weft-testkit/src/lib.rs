@@ -896,12 +896,28 @@ impl<R: Rng> Gen<'_, R> {
     }
 
     fn binary(&mut self, op: BinOp, dtype: DType, depth: usize) -> Expr {
+        if matches!(op, BinOp::Div | BinOp::Mod) && dtype.is_int() && self.rng.gen_bool(0.25) {
+            let a = self.gen_expr(dtype, depth - 1);
+            return Expr::binary(op, a, self.power_of_two_divisor(dtype));
+        }
         let a = self.gen_expr(dtype, depth - 1);
         let b = self.operand(dtype, depth - 1);
         if self.rng.gen_bool(0.5) {
             Expr::binary(op, a, b)
         } else {
             Expr::binary(op, b, a)
+        }
+    }
+
+    /// A constant divisor the C backend may turn into a shift and a mask: a power of two the
+    /// type holds, or one that only looks like one (`-(-128)` in i8 is -128).
+    fn power_of_two_divisor(&mut self, dtype: DType) -> Expr {
+        let bits = dtype.bits().min(63);
+        let top = if dtype.is_signed() { bits - 1 } else { bits };
+        match self.rng.gen_range(0..3) {
+            0 => Expr::int(1i64 << self.rng.gen_range(1..top.max(2))),
+            1 if dtype.is_signed() => -Expr::int(-(1i64 << (bits - 1))),
+            _ => Expr::int(if top > 2 { 1i64 << (top - 1) } else { 2 }),
         }
     }
 

@@ -316,6 +316,10 @@ pub struct ProcCx<'u> {
     /// Offsets of the accesses of the innermost loop being emitted, hoisted out of it (keyed by
     /// the address of the access's index list): see [`ProcCx::hoist_offsets`].
     hoisted: HashMap<usize, String>,
+    /// Inside the version of a short vector loop (of this variable) whose gathered buffers all
+    /// have fewer than 2^31 elements: the offsets of its gathers are computed in 32 bits
+    /// ([`ProcCx::narrow_condition`]).
+    narrow_offsets: Option<Sym>,
 }
 
 impl<'u> ProcCx<'u> {
@@ -331,6 +335,7 @@ impl<'u> ProcCx<'u> {
             abi: ProcAbi::default(),
             par_exits: Vec::new(),
             hoisted: HashMap::new(),
+            narrow_offsets: None,
         }
     }
 
@@ -492,6 +497,21 @@ impl<'u> ProcCx<'u> {
                 ),
             ));
         }
+        let narrow = v.mem.addressable
+            && !idx.is_empty()
+            && (self.narrow_offsets.as_ref()).is_some_and(|var| gathered(idx, var));
+        if let (true, Some(shape)) = (narrow, &v.dense_shape) {
+            let mut acc = String::new();
+            for (k, i) in idx.iter().enumerate() {
+                let r = self.ring32(i)?;
+                acc = if k == 0 {
+                    r
+                } else {
+                    format!("(uint32_t) ({acc} * (uint32_t) ({}) + {r})", shape[k])
+                };
+            }
+            return Ok(format!("(int64_t) (int32_t) {acc}"));
+        }
         if let Some(shape) = &v.dense_shape {
             // Each index's sum is spliced into the chain (`(acc * n + y + r)`, not
             // `(acc * n + (y + r))`): GCC analyses the address of a deep nest better that way.
@@ -578,35 +598,6 @@ impl<'u> ProcCx<'u> {
         if !simple(body) {
             return Ok(Vec::new());
         }
-        let mut accesses: Vec<(Sym, &[Expr], Span)> = Vec::new();
-        fn reads<'e>(e: &'e Expr, out: &mut Vec<(Sym, &'e [Expr], Span)>) {
-            if let ExprKind::Read { buf, idx } = &e.kind {
-                out.push((buf.clone(), idx.as_slice(), e.span));
-            }
-            weft_ir::visit::for_each_child(&e.kind, |c| reads(c, out));
-        }
-        fn walk<'e>(b: &'e [Stmt], out: &mut Vec<(Sym, &'e [Expr], Span)>) {
-            for s in b {
-                match &s.kind {
-                    StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
-                        out.push((buf.clone(), idx.as_slice(), s.span));
-                        idx.iter().for_each(|i| reads(i, out));
-                        reads(rhs, out);
-                    }
-                    StmtKind::If {
-                        cond,
-                        then_body,
-                        else_body,
-                    } => {
-                        reads(cond, out);
-                        walk(then_body, out);
-                        walk(else_body, out);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        walk(body, &mut accesses);
         let mentions = |text: &str| {
             text.match_indices(var).any(|(at, _)| {
                 let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
@@ -616,7 +607,7 @@ impl<'u> ProcCx<'u> {
             })
         };
         let mut decls = Vec::new();
-        for (buf, idx, span) in accesses {
+        for (buf, idx, span) in accesses(body) {
             let key = idx.as_ptr() as usize;
             if self.hoisted.contains_key(&key) {
                 continue;
@@ -684,6 +675,93 @@ impl<'u> ProcCx<'u> {
             self.hoisted.insert(key, offset);
         }
         Ok(decls)
+    }
+
+    /// A control expression modulo 2^32, as a `uint32_t`: `+`, `-` and `*` in 32 bits (reduction
+    /// modulo 2^32 commutes with them), anything else computed exactly in 64 bits and truncated.
+    /// Where the value is known to lie in [0, 2^31), its `int32_t` is the value.
+    fn ring32(&mut self, e: &Expr) -> Result<String, Diagnostic> {
+        Ok(match &e.kind {
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b)
+                if e.ty == Ty::Int =>
+            {
+                let o = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    _ => "*",
+                };
+                format!("(uint32_t) ({} {o} {})", self.ring32(a)?, self.ring32(b)?)
+            }
+            ExprKind::Unary(UnOp::Neg, a) if e.ty == Ty::Int => {
+                format!("(uint32_t) (0u - {})", self.ring32(a)?)
+            }
+            _ => format!("(uint32_t) ({})", self.ctrl_expr(e)?),
+        })
+    }
+
+    /// The condition under which a short vector loop may compute its gathers' offsets in 32
+    /// bits: every dense buffer it gathers from (an index not affine in the loop variable: an
+    /// index computed from data, a quotient, a clamp) has fewer than 2^31 elements. The
+    /// checker proved each such access's indices within the buffer's extents, so its offset
+    /// lies in [0, 2^31) and [`ProcCx::ring32`] computes it exactly. `None` when the loop has
+    /// no such access (nothing to gain).
+    fn narrow_condition(&mut self, var: &Sym, body: &[Stmt]) -> Option<String> {
+        let mut conds: Vec<String> = Vec::new();
+        for (buf, idx, span) in accesses(body) {
+            if self.hoisted.contains_key(&(idx.as_ptr() as usize)) || !gathered(idx, var) {
+                continue;
+            }
+            let Ok(v) = self.view(&buf, span) else {
+                continue;
+            };
+            let Some((first, rest)) = v.dense_shape.as_ref().and_then(|s| s.split_first()) else {
+                continue;
+            };
+            if !v.mem.addressable {
+                continue;
+            }
+            let mut span = first.clone();
+            for n in rest {
+                let f = self.unit.helpers.mul_sat();
+                span = format!("{f}({span}, {n})");
+            }
+            let c = format!("{span} <= 2147483647");
+            if !conds.contains(&c) {
+                conds.push(c);
+            }
+        }
+        (!conds.is_empty()).then(|| conds.join(" && "))
+    }
+
+    /// `#pragma`s of a short vector loop: kept a loop (GCC would unroll it completely first and
+    /// then often not vectorize it), and `ivdep` where its iterations are independent (GCC
+    /// cannot always see it: a read at an index computed from data, inside an OpenMP region
+    /// where the pointers lost `restrict`).
+    fn vector_pragmas(&mut self, var: &Sym, body: &[Stmt]) {
+        self.line("#pragma GCC unroll 1");
+        if self.independent_iterations(var, body) {
+            self.line("#pragma GCC ivdep");
+        }
+    }
+
+    /// A short vector loop (plain stores: no exits, no allocations), with its pragmas.
+    fn vector_loop(
+        &mut self,
+        var: &Sym,
+        v: &str,
+        lo: &str,
+        bound: &str,
+        body: &[Stmt],
+    ) -> Result<(), Diagnostic> {
+        self.vector_pragmas(var, body);
+        self.line(&format!(
+            "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
+        ));
+        self.indent += 1;
+        self.block(body)?;
+        self.indent -= 1;
+        self.line("}");
+        Ok(())
     }
 
     /// The addends of a control expression, each with its sign, flattening `+` and `-`.
@@ -1148,38 +1226,56 @@ impl<'u> ProcCx<'u> {
                 }
                 // A short constant loop of plain stores (a vectorized loop of a pipeline) stays
                 // a loop: GCC would unroll it completely first and then often not vectorize it.
-                if !*parallel && crate::vector_loops::vector_shaped(lo_e, hi_e, body) {
-                    self.line("#pragma GCC unroll 1");
-                    // GCC cannot always see that its iterations are independent (a read at an
-                    // index computed from data, inside an OpenMP region where the pointers lost
-                    // `restrict`), and then does not vectorize it.
-                    if self.independent_iterations(var, body) {
-                        self.line("#pragma GCC ivdep");
-                    }
-                }
-                self.line(&format!(
-                    "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
-                ));
-                self.indent += 1;
-                let exit = if *parallel {
-                    // The body in a block of its own, so that the label at the end of the
-                    // iteration is outside the scope of any variable-length array in it.
-                    self.line("{");
+                let vector = !*parallel && crate::vector_loops::vector_shaped(lo_e, hi_e, body);
+                let narrow = match vector && self.narrow_offsets.is_none() {
+                    true => self.narrow_condition(var, body),
+                    false => None,
+                };
+                let exit = if let Some(cond) = narrow {
+                    // Two versions: gathers indexed in 32 bits (8 lanes per AVX2 gather, not 4)
+                    // where every buffer they read is small enough, the general one otherwise.
+                    self.line(&format!("if ({cond}) {{"));
                     self.indent += 1;
-                    self.block(body)?;
+                    self.narrow_offsets = Some(var.clone());
+                    let narrow_loop = self.vector_loop(var, &v, &lo, &bound, body);
+                    self.narrow_offsets = None;
+                    narrow_loop?;
+                    self.indent -= 1;
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.vector_loop(var, &v, &lo, &bound, body)?;
                     self.indent -= 1;
                     self.line("}");
-                    self.par_exits.pop().filter(|p| p.used)
-                } else {
-                    self.block(body)?;
                     None
+                } else {
+                    if vector {
+                        self.vector_pragmas(var, body);
+                    }
+                    self.line(&format!(
+                        "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
+                    ));
+                    self.indent += 1;
+                    let exit = if *parallel {
+                        // The body in a block of its own, so that the label at the end of the
+                        // iteration is outside the scope of any variable-length array in it.
+                        self.line("{");
+                        self.indent += 1;
+                        self.block(body)?;
+                        self.indent -= 1;
+                        self.line("}");
+                        self.par_exits.pop().filter(|p| p.used)
+                    } else {
+                        self.block(body)?;
+                        None
+                    };
+                    if let Some(p) = &exit {
+                        self.line(&format!("{}: ;", p.label));
+                    }
+                    self.indent -= 1;
+                    self.line("}");
+                    exit
                 };
-                if let Some(p) = &exit {
-                    self.line(&format!("{}: ;", p.label));
-                }
-                self.indent -= 1;
                 self.env.remove(var);
-                self.line("}");
                 if !decls.is_empty() {
                     self.hoisted.clear();
                     self.indent -= 1;
@@ -1426,6 +1522,47 @@ impl<'u> ProcCx<'u> {
         }
         Ok(())
     }
+}
+
+/// Whether an access inside a vector loop of `var` is a gather: some index is not affine in
+/// `var` (see [`crate::vector_loops::affine_in`]).
+fn gathered(idx: &[Expr], var: &Sym) -> bool {
+    idx.iter().any(|e| !crate::vector_loops::affine_in(e, var))
+}
+
+/// The buffer accesses of a block of plain stores (under `if`s): each store's and each read's
+/// buffer, indices and place.
+fn accesses(body: &[Stmt]) -> Vec<(Sym, &[Expr], Span)> {
+    let mut accesses: Vec<(Sym, &[Expr], Span)> = Vec::new();
+    fn reads<'e>(e: &'e Expr, out: &mut Vec<(Sym, &'e [Expr], Span)>) {
+        if let ExprKind::Read { buf, idx } = &e.kind {
+            out.push((buf.clone(), idx.as_slice(), e.span));
+        }
+        weft_ir::visit::for_each_child(&e.kind, |c| reads(c, out));
+    }
+    fn walk<'e>(b: &'e [Stmt], out: &mut Vec<(Sym, &'e [Expr], Span)>) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
+                    out.push((buf.clone(), idx.as_slice(), s.span));
+                    idx.iter().for_each(|i| reads(i, out));
+                    reads(rhs, out);
+                }
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    reads(cond, out);
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(body, &mut accesses);
+    accesses
 }
 
 /// `k` where the expression is the constant 2^k of type `d`, 1 <= k < the width of `d` (a

@@ -75,6 +75,13 @@ impl Helpers {
         s
     }
 
+    /// `a * b` for extents, or `INT64_MAX` where it overflows or an extent is negative.
+    pub fn mul_sat(&mut self) -> String {
+        self.add("weft_mul_sat", || {
+            "static inline int64_t weft_mul_sat(int64_t a, int64_t b) {\n    int64_t r;\n    return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) ? INT64_MAX : r;\n}\n".to_string()
+        })
+    }
+
     /// Euclidean division with `x / 0 = 0`; `MIN / -1` wraps to `MIN`.
     pub fn div(&mut self, d: DType) -> String {
         let name = format!("weft_div_{}", d.name());

@@ -160,7 +160,26 @@ fn flatten<'a>(e: &'a Expr, sign: i64, out: &mut Vec<(i64, &'a Expr)>, k: &mut i
     }
 }
 
-fn mentions(e: &Expr, var: &Sym) -> bool {
+/// Whether an index is affine in the loop variable (`var` only under `+`, `-`, negation and
+/// products with expressions free of it): GCC vectorizes such an access as contiguous or
+/// strided loads from 64-bit offsets, so it is not narrowed to 32 bits (which would hide the
+/// stride from GCC and make a gather of it).
+pub(crate) fn affine_in(e: &Expr, var: &Sym) -> bool {
+    if !mentions(e, var) {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Var(v) => v == var,
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => affine_in(a, var) && affine_in(b, var),
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            (affine_in(a, var) && !mentions(b, var)) || (!mentions(a, var) && affine_in(b, var))
+        }
+        ExprKind::Unary(weft_ir::UnOp::Neg, a) => affine_in(a, var),
+        _ => false,
+    }
+}
+
+pub(crate) fn mentions(e: &Expr, var: &Sym) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| {
         found |= matches!(&x.kind, ExprKind::Var(v) if v == var)

@@ -759,3 +759,108 @@ int main(void) {{
         .collect();
     assert_eq!(out.trim(), format!("0 {}", expect.join(" ")));
 }
+
+/// A short vector loop's gathers are indexed in 32 bits in a version of the loop that runs
+/// only when every buffer they read has fewer than 2^31 elements; with a larger buffer (here a
+/// 65537 × 32769 grid, allocated but barely touched) the 64-bit version reads the right cells
+/// past 2^31. (Sizes are at most 2^31 - 1, so only a buffer of rank 2 or more can be larger;
+/// the table of 2^31 - 1 elements is read near its end in 32 bits.)
+#[test]
+fn gathers_are_narrowed_only_where_the_buffers_are_small() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("gather", &mem);
+    let m = p.size("m");
+    let r = p.size("r");
+    let c = p.size("c");
+    let lut = p.tensor("lut", DType::U8, vec![m.clone()]);
+    let grid = p.tensor("grid", DType::U8, vec![r.clone(), c.clone()]);
+    let d = p.tensor("d", DType::I64, vec![Expr::int(8)]);
+    let e = p.tensor("e", DType::I64, vec![Expr::int(8)]);
+    let o = p.tensor("o", DType::U8, vec![Expr::int(8)]);
+    p.body().for_("i", 0, 8, |bb, i| {
+        let at = |t: &weft_ir::build::Buf| t.at(vec![i.clone()]);
+        let one = Expr::int(1);
+        let k = Expr::data_index(at(&d), Expr::int(0), m.clone() - one.clone());
+        let y = Expr::data_index(at(&e), Expr::int(0), r.clone() - one.clone());
+        let x = Expr::data_index(at(&e), Expr::int(0), c.clone() - one);
+        bb.assign(&o, vec![i.clone()], lut.at(vec![k]) + grid.at(vec![y, x]));
+    });
+    let unit = emit(&[p.finish()]).unwrap();
+    assert!(
+        unit.source.contains("(int64_t) (int32_t)"),
+        "{}",
+        unit.source
+    );
+    assert!(unit.source.contains("weft_mul_sat("), "{}", unit.source);
+    let code = weft_c::dtype_code(DType::U8);
+    let i64_code = weft_c::dtype_code(DType::I64);
+    let main_c = format!(
+        r#"
+#include <stdio.h>
+#include <stdlib.h>
+{header}
+static int run(int64_t m, int64_t r, int64_t c, const int64_t *d, const int64_t *e) {{
+    uint8_t *lut = malloc((size_t) m), *grid = malloc((size_t) (r * c)), o[8];
+    if (!lut || !grid) return 99;
+    for (int i = 0; i < 8; i++) {{
+        lut[d[i]] = (uint8_t) (d[i] * 7 + 1);
+        int64_t y = e[i] < r ? e[i] : r - 1, x = e[i] < c ? e[i] : c - 1;
+        grid[y * c + x] = (uint8_t) (y + 3 * x);
+    }}
+    int64_t sm[1] = {{m}}, sg[2] = {{r, c}}, s8[1] = {{8}}, st1[1] = {{1}}, stg[2] = {{c, 1}};
+    weft_buffer bl = {{lut, {code}, 1, sm, st1}}, bg = {{grid, {code}, 2, sg, stg}},
+        bd = {{(void *) d, {i64_code}, 1, s8, st1}}, be = {{(void *) e, {i64_code}, 1, s8, st1}},
+        bo = {{o, {code}, 1, s8, st1}};
+    int rc = {sym}(NULL, m, r, c, &bl, &bg, &bd, &be, &bo);
+    printf("%d", rc);
+    for (int i = 0; i < 8; i++) printf(" %u", (unsigned) o[i]);
+    printf("\n");
+    free(lut);
+    free(grid);
+    return 0;
+}}
+int main(void) {{
+    int64_t small_d[8] = {{0, 1, 5, 99, 3, 7, 50, 2}}, small_e[8] = {{0, 9, 4, 1, 8, 2, 3, 6}};
+    int64_t m = 2147483647LL, r = 65537, c = 32769;
+    int64_t big_d[8] = {{m - 1, 2147483600LL, 5, 65536, 1, 2147483646LL, 0, 65535}};
+    int64_t big_e[8] = {{65536, 1, 65535, 0, 40000, 32768, 2, 65536}};
+    return run(100, 100, 10, small_d, small_e) || run(m, r, c, big_d, big_e);
+}}
+"#,
+        header = unit.header,
+        sym = unit.entries[0].direct_symbol
+    );
+    let out = run_with_main("gather", &unit.source, &main_c);
+    let expect = |m: i64, r: i64, c: i64, d: [i64; 8], e: [i64; 8]| {
+        let vals: Vec<String> = (0..8)
+            .map(|i| {
+                let k = d[i].clamp(0, m - 1);
+                let (y, x) = (e[i].clamp(0, r - 1), e[i].clamp(0, c - 1));
+                let lut = (k * 7 + 1) as u8;
+                lut.wrapping_add((y + 3 * x) as u8).to_string()
+            })
+            .collect();
+        format!("0 {}", vals.join(" "))
+    };
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            expect(
+                100,
+                100,
+                10,
+                [0, 1, 5, 99, 3, 7, 50, 2],
+                [0, 9, 4, 1, 8, 2, 3, 6]
+            )
+            .as_str()
+        )
+    );
+    let m = (1i64 << 31) - 1;
+    let big_d = [m - 1, 2147483600, 5, 65536, 1, m - 1, 0, 65535];
+    let big_e = [65536, 1, 65535, 0, 40000, 32768, 2, 65536];
+    assert_eq!(
+        lines.next(),
+        Some(expect(m, 65537, 32769, big_d, big_e).as_str())
+    );
+}

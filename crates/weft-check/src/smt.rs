@@ -286,10 +286,11 @@ impl<S: Solver> CachingSolver<S> {
 impl<S: Solver> Solver for CachingSolver<S> {
     /// The query is first asked of the facts that can bear on the goal ([`relevant_facts`]): a
     /// proc's hundreds of facts about sizes, derived bounds and enclosing loops mostly speak of
-    /// other variables, and z3 pays for every one. A subset of the facts that implies the goal is a proof; anything else (the
-    /// facts left out may contradict each other, which makes every goal hold) is asked again of
-    /// all the facts, so the answer, and its counterexample, are the full query's (and the
-    /// first attempt, when undecided, does not tighten the limits of the unit of work).
+    /// other variables, and z3 pays for every one. A subset of the facts that implies the goal
+    /// is a proof; anything else (the facts left out may contradict each other, which makes
+    /// every goal hold) is asked again of all the facts, so the answer, and its
+    /// counterexample, are the full query's (and the first attempt, when undecided, does not
+    /// tighten the limits of the unit of work).
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
         self.stats.queries += 1;
         let sliced = relevant_facts(facts, goal);

@@ -249,6 +249,9 @@ impl<R: Rng> Gen<'_, R> {
     fn random_ext(&mut self) -> Ext {
         let k = self.rng.gen_range(0..self.sizes.len());
         match self.rng.gen_range(0..6) {
+            // Sometimes 8 or 9: a loop of that many iterations whose body only assigns is
+            // emitted as a short vector loop (with gathers in 32 bits in one version).
+            0 if self.rng.gen_bool(0.25) => Ext::Const(self.rng.gen_range(8..=9)),
             0 => Ext::Const(self.rng.gen_range(1..=4)),
             1 => Ext::SizePlus(k, self.rng.gen_range(1..=3)),
             _ => Ext::Size(k),

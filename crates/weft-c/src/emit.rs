@@ -733,18 +733,10 @@ impl<'u> ProcCx<'u> {
         (!conds.is_empty()).then(|| conds.join(" && "))
     }
 
-    /// `#pragma`s of a short vector loop: kept a loop (GCC would unroll it completely first and
-    /// then often not vectorize it), and `ivdep` where its iterations are independent (GCC
-    /// cannot always see it: a read at an index computed from data, inside an OpenMP region
-    /// where the pointers lost `restrict`).
-    fn vector_pragmas(&mut self, var: &Sym, body: &[Stmt]) {
-        self.line("#pragma GCC unroll 1");
-        if self.independent_iterations(var, body) {
-            self.line("#pragma GCC ivdep");
-        }
-    }
-
-    /// A short vector loop (plain stores: no exits, no allocations), with its pragmas.
+    /// A short vector loop (plain stores: no exits, no allocations), kept a loop (GCC would
+    /// unroll it completely first and then often not vectorize it) and marked `ivdep` where its
+    /// iterations are independent (GCC cannot always see it: a read at an index computed from
+    /// data, inside an OpenMP region where the pointers lost `restrict`).
     fn vector_loop(
         &mut self,
         var: &Sym,
@@ -753,7 +745,10 @@ impl<'u> ProcCx<'u> {
         bound: &str,
         body: &[Stmt],
     ) -> Result<(), Diagnostic> {
-        self.vector_pragmas(var, body);
+        self.line("#pragma GCC unroll 1");
+        if self.independent_iterations(var, body) {
+            self.line("#pragma GCC ivdep");
+        }
         self.line(&format!(
             "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
         ));
@@ -1247,10 +1242,10 @@ impl<'u> ProcCx<'u> {
                     self.indent -= 1;
                     self.line("}");
                     None
+                } else if vector {
+                    self.vector_loop(var, &v, &lo, &bound, body)?;
+                    None
                 } else {
-                    if vector {
-                        self.vector_pragmas(var, body);
-                    }
                     self.line(&format!(
                         "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
                     ));

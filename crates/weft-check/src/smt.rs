@@ -262,17 +262,17 @@ impl<S: Solver> CachingSolver<S> {
 
 impl<S: Solver> CachingSolver<S> {
     /// The inner solver's answer to exactly this query, through the cache.
-    fn cached(&mut self, facts: &[Term], goal: &Term, attempt: bool) -> Validity {
-        let key = (facts.to_vec(), goal.clone());
+    fn cached(&mut self, facts: Vec<Term>, goal: &Term, attempt: bool) -> Validity {
+        let key = (facts, goal.clone());
         if let Some(v) = self.cache.get(&key) {
             self.stats.cache_hits += 1;
             return v.clone();
         }
         let t0 = std::time::Instant::now();
         let v = if attempt {
-            self.inner.check_valid_attempt(facts, goal)
+            self.inner.check_valid_attempt(&key.0, goal)
         } else {
-            self.inner.check_valid(facts, goal)
+            self.inner.check_valid(&key.0, goal)
         };
         self.stats.solver_time += t0.elapsed();
         // "Undecided" depends on the limit the query had; another unit of work may decide it.
@@ -294,10 +294,10 @@ impl<S: Solver> Solver for CachingSolver<S> {
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
         self.stats.queries += 1;
         let sliced = relevant_facts(facts, goal);
-        if sliced.len() < facts.len() && self.cached(&sliced, goal, true) == Validity::Valid {
+        if sliced.len() < facts.len() && self.cached(sliced, goal, true) == Validity::Valid {
             return Validity::Valid;
         }
-        self.cached(facts, goal, false)
+        self.cached(facts.to_vec(), goal, false)
     }
 
     fn new_budget(&mut self) {

@@ -2,6 +2,7 @@
 
 use crate::helpers::{c_type, c_type_size, same_width_unsigned, wide_unsigned, Helpers};
 use crate::names::{c_string, clean, comment_text};
+use crate::narrow::power_of_two;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use weft_ir::{
@@ -304,7 +305,7 @@ pub struct ProcCx<'u> {
     pub unit: &'u mut UnitCx,
     pub env: HashMap<Sym, Binding>,
     pub out: String,
-    indent: usize,
+    pub(crate) indent: usize,
     counter: usize,
     /// Allocations of each open block not yet freed: (symbol, free statement).
     pending_frees: Vec<Vec<(Sym, String)>>,
@@ -316,10 +317,9 @@ pub struct ProcCx<'u> {
     /// Offsets of the accesses of the innermost loop being emitted, hoisted out of it (keyed by
     /// the address of the access's index list): see [`ProcCx::hoist_offsets`].
     hoisted: HashMap<usize, String>,
-    /// Inside the version of a short vector loop (of this variable) whose gathered buffers all
-    /// have fewer than 2^31 elements: the offsets of its gathers are computed in 32 bits
-    /// ([`ProcCx::narrow_condition`]).
-    narrow_offsets: Option<Sym>,
+    /// Inside the version of a short vector loop whose gathered buffers all have fewer than
+    /// 2^31 elements: the offsets of its gathers are computed in 32 bits (see [`crate::narrow`]).
+    pub(crate) narrow: Option<crate::narrow::Narrowing>,
 }
 
 impl<'u> ProcCx<'u> {
@@ -335,7 +335,7 @@ impl<'u> ProcCx<'u> {
             abi: ProcAbi::default(),
             par_exits: Vec::new(),
             hoisted: HashMap::new(),
-            narrow_offsets: None,
+            narrow: None,
         }
     }
 
@@ -462,7 +462,7 @@ impl<'u> ProcCx<'u> {
         bt.shape.iter().map(|e| self.ctrl_expr(e)).collect()
     }
 
-    fn ctrl_expr(&mut self, e: &Expr) -> Result<String, Diagnostic> {
+    pub(crate) fn ctrl_expr(&mut self, e: &Expr) -> Result<String, Diagnostic> {
         if e.ty != Ty::Int {
             return Err(unsupported(
                 e.span,
@@ -482,6 +482,11 @@ impl<'u> ProcCx<'u> {
         }
     }
 
+    /// Whether the offset of the access with these indices was hoisted out of its loop.
+    pub(crate) fn is_hoisted(&self, idx: &[Expr]) -> bool {
+        self.hoisted.contains_key(&(idx.as_ptr() as usize))
+    }
+
     /// The linear offset of `idx` in a view.
     fn offset(&mut self, v: &BufView, idx: &[Expr], span: Span) -> Result<String, Diagnostic> {
         if let Some(h) = self.hoisted.get(&(idx.as_ptr() as usize)) {
@@ -499,11 +504,11 @@ impl<'u> ProcCx<'u> {
         }
         let narrow = v.mem.addressable
             && !idx.is_empty()
-            && (self.narrow_offsets.as_ref()).is_some_and(|var| gathered(idx, var));
+            && (self.narrowing_var()).is_some_and(|var| crate::narrow::gathered(idx, var));
         if let (true, Some(shape)) = (narrow, &v.dense_shape) {
             let mut acc = String::new();
             for (k, i) in idx.iter().enumerate() {
-                let r = self.ring32(i)?;
+                let r = self.low32(i)?;
                 acc = if k == 0 {
                     r
                 } else {
@@ -675,62 +680,6 @@ impl<'u> ProcCx<'u> {
             self.hoisted.insert(key, offset);
         }
         Ok(decls)
-    }
-
-    /// A control expression modulo 2^32, as a `uint32_t`: `+`, `-` and `*` in 32 bits (reduction
-    /// modulo 2^32 commutes with them), anything else computed exactly in 64 bits and truncated.
-    /// Where the value is known to lie in [0, 2^31), its `int32_t` is the value.
-    fn ring32(&mut self, e: &Expr) -> Result<String, Diagnostic> {
-        Ok(match &e.kind {
-            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b)
-                if e.ty == Ty::Int =>
-            {
-                let o = match op {
-                    BinOp::Add => "+",
-                    BinOp::Sub => "-",
-                    _ => "*",
-                };
-                format!("(uint32_t) ({} {o} {})", self.ring32(a)?, self.ring32(b)?)
-            }
-            ExprKind::Unary(UnOp::Neg, a) if e.ty == Ty::Int => {
-                format!("(uint32_t) (0u - {})", self.ring32(a)?)
-            }
-            _ => format!("(uint32_t) ({})", self.ctrl_expr(e)?),
-        })
-    }
-
-    /// The condition under which a short vector loop may compute its gathers' offsets in 32
-    /// bits: every dense buffer it gathers from (an index not affine in the loop variable: an
-    /// index computed from data, a quotient, a clamp) has fewer than 2^31 elements. The
-    /// checker proved each such access's indices within the buffer's extents, so its offset
-    /// lies in [0, 2^31) and [`ProcCx::ring32`] computes it exactly. `None` when the loop has
-    /// no such access (nothing to gain).
-    fn narrow_condition(&mut self, var: &Sym, body: &[Stmt]) -> Option<String> {
-        let mut conds: Vec<String> = Vec::new();
-        for (buf, idx, span) in accesses(body) {
-            if self.hoisted.contains_key(&(idx.as_ptr() as usize)) || !gathered(idx, var) {
-                continue;
-            }
-            let Ok(v) = self.view(&buf, span) else {
-                continue;
-            };
-            let Some((first, rest)) = v.dense_shape.as_ref().and_then(|s| s.split_first()) else {
-                continue;
-            };
-            if !v.mem.addressable {
-                continue;
-            }
-            let mut span = first.clone();
-            for n in rest {
-                let f = self.unit.helpers.mul_sat();
-                span = format!("{f}({span}, {n})");
-            }
-            let c = format!("{span} <= 2147483647");
-            if !conds.contains(&c) {
-                conds.push(c);
-            }
-        }
-        (!conds.is_empty()).then(|| conds.join(" && "))
     }
 
     /// A short vector loop (plain stores: no exits, no allocations), kept a loop (GCC would
@@ -1014,7 +963,7 @@ impl<'u> ProcCx<'u> {
                 Ok(format!("(({}) ({sa} >> {k}))", c_type(d)))
             }
             BinOp::Mod if d.is_int() && power_of_two(b, d).is_some() => {
-                let m = b.as_int_const().unwrap_or(1) - 1;
+                let m = (1u64 << power_of_two(b, d).unwrap_or(0)) - 1;
                 Ok(format!("(({}) ({sa} & {m}))", c_type(d)))
             }
             BinOp::Div if d.is_int() => Ok(format!("{}({sa}, {sb})", h.div(d))),
@@ -1222,25 +1171,19 @@ impl<'u> ProcCx<'u> {
                 // A short constant loop of plain stores (a vectorized loop of a pipeline) stays
                 // a loop: GCC would unroll it completely first and then often not vectorize it.
                 let vector = !*parallel && crate::vector_loops::vector_shaped(lo_e, hi_e, body);
-                let narrow = match vector && self.narrow_offsets.is_none() {
-                    true => self.narrow_condition(var, body),
-                    false => None,
-                };
-                let exit = if let Some(cond) = narrow {
+                let lane = (lo_e.as_int_const(), hi_e.as_int_const());
+                let narrowed = match (vector, lane) {
                     // Two versions: gathers indexed in 32 bits (8 lanes per AVX2 gather, not 4)
                     // where every buffer they read is small enough, the general one otherwise.
-                    self.line(&format!("if ({cond}) {{"));
-                    self.indent += 1;
-                    self.narrow_offsets = Some(var.clone());
-                    let narrow_loop = self.vector_loop(var, &v, &lo, &bound, body);
-                    self.narrow_offsets = None;
-                    narrow_loop?;
-                    self.indent -= 1;
-                    self.line("} else {");
-                    self.indent += 1;
-                    self.vector_loop(var, &v, &lo, &bound, body)?;
-                    self.indent -= 1;
-                    self.line("}");
+                    (true, (Some(l), Some(h))) => {
+                        let (lo, bound) = (lo.clone(), bound.clone());
+                        self.narrow_versions(var, (l, h), body, &mut |cx| {
+                            cx.vector_loop(var, &v, &lo, &bound, body)
+                        })?
+                    }
+                    _ => false,
+                };
+                let exit = if narrowed {
                     None
                 } else if vector {
                     self.vector_loop(var, &v, &lo, &bound, body)?;
@@ -1519,15 +1462,9 @@ impl<'u> ProcCx<'u> {
     }
 }
 
-/// Whether an access inside a vector loop of `var` is a gather: some index is not affine in
-/// `var` (see [`crate::vector_loops::affine_in`]).
-fn gathered(idx: &[Expr], var: &Sym) -> bool {
-    idx.iter().any(|e| !crate::vector_loops::affine_in(e, var))
-}
-
 /// The buffer accesses of a block of plain stores (under `if`s): each store's and each read's
 /// buffer, indices and place.
-fn accesses(body: &[Stmt]) -> Vec<(Sym, &[Expr], Span)> {
+pub(crate) fn accesses(body: &[Stmt]) -> Vec<(Sym, &[Expr], Span)> {
     let mut accesses: Vec<(Sym, &[Expr], Span)> = Vec::new();
     fn reads<'e>(e: &'e Expr, out: &mut Vec<(Sym, &'e [Expr], Span)>) {
         if let ExprKind::Read { buf, idx } = &e.kind {
@@ -1558,22 +1495,6 @@ fn accesses(body: &[Stmt]) -> Vec<(Sym, &[Expr], Span)> {
     }
     walk(body, &mut accesses);
     accesses
-}
-
-/// `k` where the expression is the constant 2^k of type `d`, 1 <= k < the width of `d` (a
-/// wider shift would be undefined in C). The constant must be one `d` holds: `-(-128)` folds to
-/// 128 in i64 but is -128 in i8, where the division is by -128.
-fn power_of_two(e: &Expr, d: DType) -> Option<u32> {
-    let c = e.as_int_const()?;
-    let bits = d.bits();
-    let fits = if d.is_signed() {
-        bits >= 64 || c < 1i64 << (bits - 1)
-    } else {
-        bits >= 64 || c < 1i64 << bits
-    };
-    (fits && c > 1 && (c as u64).is_power_of_two())
-        .then(|| c.trailing_zeros())
-        .filter(|&k| k < bits)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ mod emit;
 mod entry;
 pub mod helpers;
 pub mod names;
+mod narrow;
 mod vector_loops;
 
 use emit::{ProcCx, UnitCx};

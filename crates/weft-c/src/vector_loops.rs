@@ -179,7 +179,7 @@ pub(crate) fn affine_in(e: &Expr, var: &Sym) -> bool {
     }
 }
 
-fn mentions(e: &Expr, var: &Sym) -> bool {
+pub(crate) fn mentions(e: &Expr, var: &Sym) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| {
         found |= matches!(&x.kind, ExprKind::Var(v) if v == var)

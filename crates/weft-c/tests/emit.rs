@@ -864,3 +864,81 @@ int main(void) {{
         Some(expect(m, 65537, 32769, big_d, big_e).as_str())
     );
 }
+
+/// In the 32-bit version of a vector loop, `min`, floor division and clamped data indices are
+/// computed in `int32_t` where their operands provably fit, which assumes lane-invariant terms
+/// within `±2^24`: the version's guard checks it. With `k` near 2^31 the guard fails and the
+/// 64-bit loop runs; without the guard, `i + k` wraps in 32 bits, `min` picks the wrapped
+/// value and the reads leave the 3-element table.
+#[test]
+fn narrowed_clamps_and_quotients_assume_small_invariants_only_under_the_guard() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("clamps", &mem);
+    let n = p.size("n");
+    let k = p.size("k");
+    let table = p.tensor("table", DType::I32, vec![n.clone()]);
+    let d = p.tensor("d", DType::I32, vec![Expr::int(8)]);
+    let o = p.tensor("o", DType::I32, vec![Expr::int(8)]);
+    p.body().for_("i", 0, 8, |bb, i| {
+        let last = n.clone() - 1;
+        // min(i, n - 1) and min(i / 2, n - 1), written around the invariant k.
+        let a = Expr::min(i.clone() + k.clone(), k.clone() + last.clone()) - k.clone();
+        let half = (i.clone() + k.clone() * 2) / 2 - k.clone();
+        let b = Expr::min(half, last.clone());
+        let c = Expr::data_index(d.at(vec![i.clone()]), Expr::int(0), last);
+        let sum = table.at(vec![a]) + table.at(vec![b]) + table.at(vec![c]);
+        bb.assign(&o, vec![i.clone()], sum);
+    });
+    let unit = emit(&[p.finish()]).unwrap();
+    for narrowed in [
+        "weft_min_i32((int32_t)",
+        ">> 1)",
+        "<= 16777216",
+        "weft_max_i32(",
+    ] {
+        assert!(
+            unit.source.contains(narrowed),
+            "{narrowed}: {}",
+            unit.source
+        );
+    }
+    let code = weft_c::dtype_code(DType::I32);
+    let main_c = format!(
+        r#"
+#include <stdio.h>
+{header}
+static void run(int64_t k, const int32_t *d) {{
+    int32_t table[3] = {{100, 2000, 30000}}, o[8];
+    int64_t sn[1] = {{3}}, s8[1] = {{8}}, st1[1] = {{1}};
+    weft_buffer bt = {{table, {code}, 1, sn, st1}}, bd = {{(void *) d, {code}, 1, s8, st1}},
+        bo = {{o, {code}, 1, s8, st1}};
+    int rc = {sym}(NULL, 3, k, &bt, &bd, &bo);
+    printf("%d", rc);
+    for (int i = 0; i < 8; i++) printf(" %d", o[i]);
+    printf("\n");
+}}
+int main(void) {{
+    int32_t d[8] = {{-5, 0, 1, 2, 3, 2147483647, -2147483647 - 1, 1}};
+    run(5, d);
+    run(2147483645LL, d);
+    return 0;
+}}
+"#,
+        header = unit.header,
+        sym = unit.entries[0].direct_symbol
+    );
+    let out = run_with_main("clamps", &unit.source, &main_c);
+    let table = [100, 2000, 30000];
+    let d: [i64; 8] = [-5, 0, 1, 2, 3, 2147483647, -2147483648, 1];
+    let vals: Vec<String> = (0..8usize)
+        .map(|i| {
+            let a = table[i.min(2)];
+            let b = table[(i / 2).min(2)];
+            let c = table[d[i].clamp(0, 2) as usize];
+            (a + b + c).to_string()
+        })
+        .collect();
+    let line = format!("0 {}", vals.join(" "));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, vec![line.as_str(); 2], "{out}");
+}

@@ -21,6 +21,18 @@ use weft_ir::Sym;
 /// Bound variables whose range has at most this many values are eliminated by trying each.
 const SMALL_RANGE: i64 = 16;
 
+/// The elimination of one chunk's quantifier takes at most this many steps (each case split
+/// and each value tried is one) and builds terms of at most this many nodes: splits nested in
+/// splits multiply (a fused, shifted tile around a sliding window), and past the limit the
+/// cases not yet explored are left out, which is safe (the chunk only gets smaller).
+const MEMBER_STEPS: u32 = 2048;
+const MEMBER_NODES: usize = 200_000;
+
+thread_local! {
+    /// Steps taken by the elimination in progress on this thread (see [`MEMBER_STEPS`]).
+    static STEPS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// Cells of one buffer written for sure (under `cond`).
 #[derive(Clone, Debug)]
 pub struct Chunk {
@@ -161,6 +173,7 @@ impl Defined {
                 let eqs = c.idx.iter().cloned().zip(cell.iter().cloned()).collect();
                 let (eqs, mut cond) = join_divided(eqs);
                 cond.extend(c.cond.iter().cloned());
+                STEPS.with(|s| s.set(0));
                 member(eqs, cond, c.bound.clone())
             })
             .filter(|t| *t != Term::Bool(false))
@@ -208,6 +221,19 @@ fn join_divided(mut eqs: Vec<(Term, Term)>) -> (Vec<(Term, Term)>, Vec<Term>) {
 
 /// `∃ bound. cond ∧ eqs` without the quantifier (false when it cannot be eliminated).
 fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term, Term)>) -> Term {
+    let steps = STEPS.with(|s| {
+        s.set(s.get().saturating_add(1));
+        s.get()
+    });
+    let mut budget = MEMBER_NODES;
+    let small = eqs.iter().flat_map(|(l, r)| [l, r]).chain(&cond).all(|t| {
+        let n = t.size_at_most(budget);
+        budget = budget.saturating_sub(n);
+        budget > 0
+    });
+    if steps > MEMBER_STEPS || !small {
+        return Term::Bool(false);
+    }
     // A variable inside a `min`/`max` of an index equation goes first: splitting the equation
     // by cases then solves it, where solving another variable first would leave it inside the
     // range conditions, which only trying values can satisfy.

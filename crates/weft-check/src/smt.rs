@@ -63,6 +63,20 @@ impl Term {
         Term::Ite(Box::new(c), Box::new(a), Box::new(b))
     }
 
+    /// The number of nodes of the term, counted up to `limit` (the count stops there).
+    pub fn size_at_most(&self, limit: usize) -> usize {
+        let mut n = 0;
+        let mut stack = vec![self];
+        while let Some(t) = stack.pop() {
+            n += 1;
+            if n >= limit {
+                break;
+            }
+            t.children(&mut stack);
+        }
+        n
+    }
+
     /// Collect the variables of the term.
     pub fn vars(&self, out: &mut Vec<Var>) {
         let mut terms = Vec::new();

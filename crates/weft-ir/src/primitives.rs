@@ -631,6 +631,12 @@ pub const DIRECTIVES: &[Primitive] = &[
         "Substitutes the func's definition into its consumers (the default).",
         "the func has no update stages and is not an output.",
     ),
+    prim(
+        "clone_in",
+        &[req("consumer", ParamKind::Func, "a func whose definition calls this one")],
+        "The consumer reads a copy of the func, inlined into its definition; the other consumers read the func where it is computed (Halide's `clone_in`, the copy left at its default schedule).",
+        "the consumer calls the func; the func has no update stages.",
+    ),
     Primitive {
         name: "reorder_storage",
         params: &[req("vars", ParamKind::Var, "pure variables, innermost first")],

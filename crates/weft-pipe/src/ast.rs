@@ -73,6 +73,23 @@ pub struct Func {
     pub place: Place,
 }
 
+impl Func {
+    /// Whether one of the func's definitions (pure or update) calls func `f`.
+    pub fn calls(&self, f: usize) -> bool {
+        let mut found = false;
+        let mut look = |e: &Expr| {
+            e.walk(&mut |x| found |= matches!(x, Expr::Call(Callee::Func(h), _) if *h == f))
+        };
+        look(&self.pure);
+        for u in &self.updates {
+            u.lhs.iter().for_each(&mut look);
+            look(&u.value);
+            u.wheres.iter().for_each(&mut look);
+        }
+        found
+    }
+}
+
 /// `f(lhs...) = value` for every point of `rdom` where every `where` predicate holds, the
 /// points in order (the first reduction variable innermost).
 #[derive(Clone, Debug, PartialEq)]

@@ -121,6 +121,9 @@ pub struct FuncSchedule {
     pub storage: Vec<usize>,
     /// `align_bounds`: per pure dimension, the modulus and remainder its region is widened to.
     pub aligns: Vec<Align>,
+    /// `clone_in`: the funcs whose definitions read a copy of this func inlined, wherever this
+    /// func itself is computed.
+    pub inline_in: Vec<usize>,
 }
 
 /// `align_bounds(var, modulus, remainder)`.
@@ -356,6 +359,7 @@ impl Schedule {
                     bounds: Vec::new(),
                     storage: (0..f.vars.len()).collect(),
                     aligns: Vec::new(),
+                    inline_in: Vec::new(),
                 }
             })
             .collect();
@@ -948,6 +952,49 @@ impl FuncHandle<'_> {
             });
         }
         self.s.funcs[self.func].compute = Level::Inline;
+        Ok(self)
+    }
+
+    /// `clone_in(consumer)`: the consumer's definitions read a copy of the func, inlined into
+    /// them (Halide's `clone_in`, whose copy keeps its default schedule, inline), while its
+    /// other consumers read the func where it is computed. A pipeline that materializes a
+    /// cheap func for one consumer and recomputes it in another, without a buffer between.
+    pub fn clone_in(&mut self, consumer: &str) -> Result<&mut Self, DirectiveError> {
+        let d = format!("{}.clone_in({consumer})", self.fname());
+        self.func_level(&d)?;
+        let f = self.func;
+        let callers: Vec<String> = (self.p.funcs.iter())
+            .enumerate()
+            .filter(|(g, x)| *g != f && x.calls(f))
+            .map(|(_, x)| format!("clone_in({})", x.name))
+            .collect();
+        let c = self.p.funcs.iter().position(|x| x.name == consumer);
+        let Some(c) = c.filter(|&c| c != f && self.p.funcs[c].calls(f)) else {
+            return Err(DirectiveError {
+                directive: d,
+                rule: "clone-in-caller",
+                message: format!(
+                    "`{consumer}` is not a func whose definitions call `{}`",
+                    self.fname()
+                ),
+                alternatives: callers,
+            });
+        };
+        if !self.p.funcs[f].updates.is_empty() {
+            return Err(DirectiveError {
+                directive: d,
+                rule: "inline-pure",
+                message: format!(
+                    "`{}` has update stages, so its copy has no single expression to substitute",
+                    self.fname()
+                ),
+                alternatives: Vec::new(),
+            });
+        }
+        let into = &mut self.s.funcs[f].inline_in;
+        if !into.contains(&c) {
+            into.push(c);
+        }
         Ok(self)
     }
 

@@ -259,6 +259,9 @@ fn apply<'a>(
         "store_root" => {
             h.store_root()?;
         }
+        "clone_in" => {
+            h.clone_in(name(0))?;
+        }
         "reorder_storage" => {
             let vars: Vec<&str> = (0..args.len()).map(name).collect();
             h.reorder_storage(&vars)?;

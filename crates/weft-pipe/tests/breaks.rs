@@ -217,3 +217,31 @@ fn an_outputs_guarded_tile_loses_its_guard_and_clamps_in_the_steady_state() {
         matched(run(&p, &s, &[], &[w], 0, 9));
     }
 }
+
+/// Found by the random schedules once `clone_in` changed their sequence: a producer slid inside
+/// a fused, twice-shifted tile made the definedness analysis split cases inside cases, and the
+/// checker allocated until the machine killed it (memory grows without bound in
+/// `init::member`). The elimination now stops at a budget of steps and term size, leaving out
+/// the cases it did not reach (a smaller chunk: safe); this schedule is then checked in about a
+/// second, and its proc matches the reference.
+#[test]
+fn nested_case_splits_of_the_definedness_analysis_stop_at_a_budget() {
+    let p = parse(
+        "pipeline p(input: i32[1]) -> f3 {
+            f0(x): i32 = (input(max(min(x, 6), -1) + 1) - 1) + input(x);
+            f1(x): i32 = input(x) / f0(x - 1);
+            f3(x): i32 = max(x / f0(x / 2 - 1), f1(x + 1));
+        }",
+    );
+    let s = sched(
+        &p,
+        "schedule s = p {
+            f3.split(x, xo1, xi1, 2, ShiftInwards).split(xi1, xi1o2, xi1i2, 5, GuardWithIf)
+              .fuse(xi1i2, xi1o2, xi1f2).split(xi1f2, xi1f2o3, xi1f2i3, 1, ShiftInwards);
+            f0.split(x, xo1, xi1, 1, GuardWithIf).compute_at(f3, xi1f2o3).store_at(f3, xo1);
+            f1.align_bounds(x, 5, 0);
+        }",
+    );
+    // Lowered, checked (which used to exhaust memory) and run.
+    matched(run(&p, &s, &[], &[(-3, 17)], 3, 5));
+}

@@ -394,6 +394,24 @@ fn schedule(r: &mut Rng, p: &Pipeline) -> Schedule {
             }
         }
     }
+    // Clones, from a generator of their own: a later func reads an inlined copy of the func,
+    // wherever the func itself is computed (refused when it does not call it).
+    // A func with one consumer is then computed for nobody: left out; an inlined func with
+    // several is computed at the root, so that its other consumers read its buffer. Funcs
+    // stored outside their compute level keep their consumers (their sliding windows, rare
+    // here, are what shows that this generator reaches folded storage).
+    let mut cr = Rng(r.0 ^ 0xC1_0E1F_u64);
+    for f in 0..n {
+        let callers: Vec<usize> = (f + 1..n).filter(|&g| p.funcs[g].calls(f)).collect();
+        if !callers.is_empty() && s.funcs[f].store.is_none() && cr.chance(40) {
+            let c = callers[cr.below(callers.len())];
+            let (name, cname) = (p.funcs[f].name.clone(), p.funcs[c].name.clone());
+            let mut h = s.func(p, &name).unwrap();
+            if h.clone_in(&cname).is_ok() && callers.len() > 1 && cr.chance(50) {
+                let _ = h.compute_root();
+            }
+        }
+    }
     s
 }
 
@@ -466,6 +484,9 @@ struct Tally {
     folded: usize,
     /// Lowered procs with more than one version (`specialize`).
     specialized: usize,
+    /// Lowered procs where a consumer reads an inlined copy of a func that is computed
+    /// (`clone_in`).
+    cloned: usize,
     /// Runs where β0's proc matched (the tight engine must then match too).
     beta0_matched: usize,
     /// Runs where the tight engine succeeded and β0's proc stopped at an assertion.
@@ -482,6 +503,10 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
             }
             if !l.versions.is_empty() {
                 t.specialized += 1;
+            }
+            let computed = |f: usize| l.regions.iter().any(|r| r.func == p.funcs[f].name);
+            if (0..p.funcs.len()).any(|f| !s.funcs[f].inline_in.is_empty() && computed(f)) {
+                t.cloned += 1;
             }
             if let Err(d) = weft_check::check_proc(&l.proc) {
                 // A proof the solver gives up on (its time limit) is a rejection, not a wrong
@@ -786,6 +811,7 @@ fn random_pipelines_and_schedules_match_the_reference() {
         t.specialized * 20 >= t.lowered,
         "few schedules specialize: {t:?}"
     );
+    assert!(t.cloned * 50 >= t.lowered, "few schedules clone: {t:?}");
     assert!(
         t.races * 200 <= t.lowered.max(200),
         "more than 0.5% of the lowered procs race: {t:?}"

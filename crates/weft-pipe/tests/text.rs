@@ -386,3 +386,78 @@ fn mutated_text_never_panics() {
         }
     }
 }
+
+/// `clone_in`: the named consumer reads an inlined copy of the func, the others read it where
+/// it is computed, so its region (min and max) is only what they need (here the output's window,
+/// not the wider stencil `g` reads), and the result is the reference's on every window.
+#[test]
+fn clone_in_inlines_a_copy_into_one_consumer() {
+    let p = parse(
+        "pipeline p(input: i32[1]) -> h {
+            f(x): i32 = input(x - 1) + 2 * input(x + 1);
+            g(x): i32 = f(x - 2) * f(x + 2);
+            h(x): i32 = g(x) + f(x);
+        }",
+    );
+    let dram = common::dram();
+    let region = |s: &Schedule| {
+        let l = weft_pipe::lower::lower(&p, s, &dram).unwrap();
+        let f = l.regions.iter().find(|r| r.func == "f").unwrap();
+        (f.allocated[0].0.to_string(), f.allocated[0].1.to_string())
+    };
+    let plain = schedule(&p, "schedule s = p { f.compute_root(); g.compute_root(); }").unwrap();
+    assert_eq!(
+        region(&plain),
+        (
+            "h_0_min - 2".to_string(),
+            "h_0_min + h_0_extent + 1".to_string()
+        )
+    );
+    let cloned = schedule(
+        &p,
+        "schedule s = p { f.compute_root().clone_in(g); g.compute_root(); }",
+    )
+    .unwrap();
+    assert_eq!(
+        region(&cloned),
+        (
+            "h_0_min".to_string(),
+            "h_0_min + h_0_extent - 1".to_string()
+        )
+    );
+    for (k, w) in common::windows().iter().enumerate() {
+        let w = &w[..1];
+        match run(&p, &cloned, &[], w, 3, 40 + k as u64) {
+            Outcome::Matched => {}
+            Outcome::Asserted(m) => panic!("window {w:?} stopped: {m}"),
+        }
+    }
+    // A consumer that does not call the func, and a func with update stages.
+    let d = schedule(&p, "schedule s = p { g.clone_in(f); }").expect_err("rejected");
+    assert!(d.message.contains("clone-in-caller"), "{d:?}");
+    assert!(d.notes.iter().any(|n| n.contains("clone_in(h)")), "{d:?}");
+    let d = schedule(&p, "schedule s = p { f.clone_in(f); }").expect_err("rejected");
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("clone_in(g), clone_in(h)")),
+        "{d:?}"
+    );
+    let q = parse(
+        "pipeline q(input: i32[1]) -> g {
+            f(x): i32 = input(x);
+            f(x) = f(x) + input(x + r) for r in 0..3;
+            g(x): i32 = f(x) + 1;
+        }",
+    );
+    let d = parse_schedule(
+        0,
+        "schedule s = q { f.clone_in(g); }",
+        0,
+        &q,
+        Schedule::new(&q),
+    )
+    .map(|s| s.schedule)
+    .expect_err("rejected");
+    assert!(d.message.contains("inline-pure"), "{d:?}");
+}

@@ -468,7 +468,7 @@ impl<'a> Lower<'a> {
                     let u = &f.updates[si - 1];
                     (u.lhs.clone(), u.value.clone(), u.wheres.clone())
                 };
-                let expand = |e: &Expr| self.expand_inline(e);
+                let expand = |e: &Expr| self.expand_inline(e, fi);
                 bodies.push((
                     lhs.iter().map(expand).collect::<Vec<_>>(),
                     expand(&value),
@@ -639,18 +639,20 @@ impl<'a> Lower<'a> {
         Ok(())
     }
 
-    /// `e` with every call of an inlined func replaced by its definition.
-    fn expand_inline(&self, e: &Expr) -> Expr {
+    /// `e`, part of func `within`'s definition, with every call of an inlined func replaced by
+    /// its definition (and every call of a func cloned into `within`).
+    fn expand_inline(&self, e: &Expr, within: usize) -> Expr {
         if self.inlined.get().1.is_some() {
             // Past the limit: lowering fails (see `run`).
             return Expr::Lit(Scalar::I32(0));
         }
         match e {
             Expr::Call(Callee::Func(g), args)
-                if self.s.funcs[*g].compute == Level::Inline && !self.p.outputs.contains(g) =>
+                if (self.s.funcs[*g].compute == Level::Inline && !self.p.outputs.contains(g))
+                    || self.s.funcs[*g].inline_in.contains(&within) =>
             {
-                let args: Vec<Expr> = args.iter().map(|a| self.expand_inline(a)).collect();
-                let body = self.expand_inline(&self.p.funcs[*g].pure);
+                let args: Vec<Expr> = args.iter().map(|a| self.expand_inline(a, within)).collect();
+                let body = self.expand_inline(&self.p.funcs[*g].pure, *g);
                 // Inlined funcs nest (a pyramid left inline reads every level 9 times per
                 // point of the next): count what the substitution would make, and stop once
                 // the total passes the limit, before building it.
@@ -671,22 +673,26 @@ impl<'a> Lower<'a> {
             | Expr::Param(_)
             | Expr::InputDim { .. }
             | Expr::OutputDim { .. } => e.clone(),
-            Expr::Call(c, args) => {
-                Expr::Call(*c, args.iter().map(|a| self.expand_inline(a)).collect())
-            }
-            Expr::Unary(op, a) => Expr::Unary(*op, Box::new(self.expand_inline(a))),
-            Expr::Binary(op, a, b) => {
-                Expr::binary(*op, self.expand_inline(a), self.expand_inline(b))
-            }
-            Expr::Select(c, a, b) => Expr::select(
-                self.expand_inline(c),
-                self.expand_inline(a),
-                self.expand_inline(b),
+            Expr::Call(c, args) => Expr::Call(
+                *c,
+                args.iter().map(|a| self.expand_inline(a, within)).collect(),
             ),
-            Expr::Cast(t, a) => Expr::cast(*t, self.expand_inline(a)),
-            Expr::Math(m, args) => {
-                Expr::Math(*m, args.iter().map(|a| self.expand_inline(a)).collect())
-            }
+            Expr::Unary(op, a) => Expr::Unary(*op, Box::new(self.expand_inline(a, within))),
+            Expr::Binary(op, a, b) => Expr::binary(
+                *op,
+                self.expand_inline(a, within),
+                self.expand_inline(b, within),
+            ),
+            Expr::Select(c, a, b) => Expr::select(
+                self.expand_inline(c, within),
+                self.expand_inline(a, within),
+                self.expand_inline(b, within),
+            ),
+            Expr::Cast(t, a) => Expr::cast(*t, self.expand_inline(a, within)),
+            Expr::Math(m, args) => Expr::Math(
+                *m,
+                args.iter().map(|a| self.expand_inline(a, within)).collect(),
+            ),
         }
     }
 

@@ -62,17 +62,17 @@ impl Range {
         Range::new(self.lo.min(o.lo), self.hi.max(o.hi))
     }
 
+    /// `None` where a bound overflows i128 (products of products of leaves).
     fn arith(self, op: BinOp, o: Range) -> Option<Range> {
         Some(match op {
-            BinOp::Add => Range::new(self.lo + o.lo, self.hi + o.hi),
-            BinOp::Sub => Range::new(self.lo - o.hi, self.hi - o.lo),
+            BinOp::Add => Range::new(self.lo.checked_add(o.lo)?, self.hi.checked_add(o.hi)?),
+            BinOp::Sub => Range::new(self.lo.checked_sub(o.hi)?, self.hi.checked_sub(o.lo)?),
             BinOp::Mul => {
-                // The operands are below 2^64 in magnitude, so the corners fit i128.
                 let c = [
-                    self.lo * o.lo,
-                    self.lo * o.hi,
-                    self.hi * o.lo,
-                    self.hi * o.hi,
+                    self.lo.checked_mul(o.lo)?,
+                    self.lo.checked_mul(o.hi)?,
+                    self.hi.checked_mul(o.lo)?,
+                    self.hi.checked_mul(o.hi)?,
                 ];
                 Range::new(*c.iter().min()?, *c.iter().max()?)
             }
@@ -80,6 +80,10 @@ impl Range {
             BinOp::Max => Range::new(self.lo.max(o.lo), self.hi.max(o.hi)),
             _ => return None,
         })
+    }
+
+    fn neg(self) -> Option<Range> {
+        Some(Range::new(self.hi.checked_neg()?, self.lo.checked_neg()?))
     }
 
     /// Floor division and Euclidean remainder by a positive constant.
@@ -114,6 +118,7 @@ pub(crate) fn range(e: &Expr, var: &Sym, lane: Range, leaves: &mut Vec<Expr>) ->
                 ExprKind::Var(v) if v == var => Some(lane),
                 ExprKind::Binary(op, a, b) => {
                     if let (Some(k), BinOp::Div | BinOp::Mod) = (b.as_int_const(), op) {
+                        // A control constant: exact in i64.
                         return match k > 0 {
                             true => range(a, var, lane, leaves)?.by_constant(*op, i128::from(k)),
                             false => None,
@@ -122,10 +127,7 @@ pub(crate) fn range(e: &Expr, var: &Sym, lane: Range, leaves: &mut Vec<Expr>) ->
                     let (ra, rb) = (range(a, var, lane, leaves)?, range(b, var, lane, leaves)?);
                     ra.arith(*op, rb)
                 }
-                ExprKind::Unary(UnOp::Neg, a) => {
-                    let r = range(a, var, lane, leaves)?;
-                    Some(Range::new(-r.hi, -r.lo))
-                }
+                ExprKind::Unary(UnOp::Neg, a) => range(a, var, lane, leaves)?.neg(),
                 ExprKind::Select(_, a, b) => {
                     Some(range(a, var, lane, leaves)?.union(range(b, var, lane, leaves)?))
                 }
@@ -142,7 +144,7 @@ pub(crate) fn range(e: &Expr, var: &Sym, lane: Range, leaves: &mut Vec<Expr>) ->
             let full = Range::of_type(d);
             let mut sub = |x: &Expr| range(x, var, lane, leaves).unwrap_or(full);
             let exact = match &e.kind {
-                ExprKind::Binary(op, a, b) => match (b.as_int_const(), op) {
+                ExprKind::Binary(op, a, b) => match (constant_in(b, d), op) {
                     (Some(k), BinOp::Div | BinOp::Mod) if k > 0 => {
                         sub(a).by_constant(*op, i128::from(k))
                     }
@@ -152,10 +154,7 @@ pub(crate) fn range(e: &Expr, var: &Sym, lane: Range, leaves: &mut Vec<Expr>) ->
                         ra.arith(*op, sub(b))
                     }
                 },
-                ExprKind::Unary(UnOp::Neg, a) => {
-                    let r = sub(a);
-                    Some(Range::new(-r.hi, -r.lo))
-                }
+                ExprKind::Unary(UnOp::Neg, a) => sub(a).neg(),
                 ExprKind::Select(_, a, b) => {
                     let ra = sub(a);
                     Some(ra.union(sub(b)))
@@ -173,6 +172,14 @@ pub(crate) fn range(e: &Expr, var: &Sym, lane: Range, leaves: &mut Vec<Expr>) ->
     }
 }
 
+/// The value of a constant of data type `d` (`-(-128)` in i8 is -128, not the 128 its i64
+/// folding gives): `None` unless the folded value is one `d` holds.
+fn constant_in(e: &Expr, d: DType) -> Option<i64> {
+    let c = e.as_int_const()?;
+    let full = Range::of_type(d);
+    (full.lo <= i128::from(c) && i128::from(c) <= full.hi).then_some(c)
+}
+
 fn reads(e: &Expr) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| {
@@ -186,8 +193,9 @@ fn reads(e: &Expr) -> bool {
 /// constant must be one `d` holds: `-(-128)` folds to 128 in i64 but is -128 in i8, where the
 /// division is by -128.
 pub(crate) fn power_of_two(e: &Expr, d: DType) -> Option<u32> {
+    // Through a cast only of a control constant (`i32(2)`), which folds exactly in i64.
     let c = match &e.kind {
-        ExprKind::Cast(to, x) if *to == d => x.as_int_const()?,
+        ExprKind::Cast(to, x) if *to == d && x.ty == Ty::Int => x.as_int_const()?,
         _ => e.as_int_const()?,
     };
     let bits = d.bits();

@@ -760,6 +760,48 @@ int main(void) {{
     assert_eq!(out.trim(), format!("0 {}", expect.join(" ")));
 }
 
+/// The same through a cast: `i64(-(-128))` of an i8 constant is `i64(-128)`, but the constant
+/// inside the cast folds to 128 in i64 (found by review: the divisor seen through the cast was
+/// taken for 2^7). Only control constants are seen through a cast.
+#[test]
+fn a_cast_of_a_wrapped_data_constant_is_not_taken_for_a_power_of_two() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("castdiv", &mem);
+    let n = p.size("n");
+    let a = p.tensor("a", DType::I64, vec![n.clone()]);
+    let q = p.tensor("q", DType::I64, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |bb, i| {
+        let c8 = Expr::typed_const(weft_ir::Const::Int(-128), weft_ir::Ty::Data(DType::I8));
+        let divisor = Expr::cast(DType::I64, Expr::unary(weft_ir::UnOp::Neg, c8));
+        bb.assign(&q, vec![i.clone()], a.at(vec![i.clone()]) / divisor);
+    });
+    let unit = emit(&[p.finish()]).unwrap();
+    assert!(!unit.source.contains(">> 7"), "{}", unit.source);
+    let code = weft_c::dtype_code(DType::I64);
+    let main_c = format!(
+        r#"
+#include <stdio.h>
+{header}
+int main(void) {{
+    int64_t shape[1] = {{4}}, strides[1] = {{1}};
+    int64_t a[4] = {{-300, -7, 7, 300}}, q[4];
+    weft_buffer ba = {{a, {code}, 1, shape, strides}}, bq = {{q, {code}, 1, shape, strides}};
+    int rc = {sym}(NULL, 4, &ba, &bq);
+    printf("%d %lld %lld %lld %lld\n", rc, (long long) q[0], (long long) q[1], (long long) q[2], (long long) q[3]);
+    return 0;
+}}
+"#,
+        header = unit.header,
+        sym = unit.entries[0].direct_symbol
+    );
+    let out = run_with_main("castdiv", &unit.source, &main_c);
+    let expect: Vec<String> = [-300i64, -7, 7, 300]
+        .iter()
+        .map(|&v| v.div_euclid(-128).to_string())
+        .collect();
+    assert_eq!(out.trim(), format!("0 {}", expect.join(" ")));
+}
+
 /// A short vector loop's gathers are indexed in 32 bits in a version of the loop that runs
 /// only when every buffer they read has fewer than 2^31 elements; with a larger buffer (here a
 /// 65537 × 32769 grid, allocated but barely touched) the 64-bit version reads the right cells

@@ -21,16 +21,27 @@ use weft_ir::Sym;
 /// Bound variables whose range has at most this many values are eliminated by trying each.
 const SMALL_RANGE: i64 = 16;
 
-/// The elimination of one chunk's quantifier takes at most this many steps (each case split
-/// and each value tried is one) and builds terms of at most this many nodes: splits nested in
-/// splits multiply (a fused, shifted tile around a sliding window), and past the limit the
+/// The elimination of one chunk's quantifier takes at most `MEMBER_STEPS` steps (each case
+/// split and each value tried is one) on terms of at most `MEMBER_NODES` nodes, and the
+/// chunks of one read return at most `MEMBER_OUTPUT` nodes in all: splits nested in
+/// splits multiply (a fused, shifted tile around a sliding window), and past the limits the
 /// cases not yet explored are left out, which is safe (the chunk only gets smaller).
 const MEMBER_STEPS: u32 = 2048;
 const MEMBER_NODES: usize = 200_000;
+const MEMBER_OUTPUT: usize = 1_000_000;
 
 thread_local! {
-    /// Steps taken by the elimination in progress on this thread (see [`MEMBER_STEPS`]).
-    static STEPS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Steps taken and nodes returned by the elimination in progress on this thread (see
+    /// [`MEMBER_STEPS`]).
+    static SPENT: std::cell::Cell<(u32, usize)> = const { std::cell::Cell::new((0, 0)) };
+    /// Whether the last [`Defined::holds`] on this thread left cases out at a limit.
+    static GAVE_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the last [`Defined::holds`] on this thread stopped at a limit of the elimination:
+/// a read it does not prove is then undecided rather than shown unwritten.
+pub fn gave_up() -> bool {
+    GAVE_UP.with(|g| g.get())
 }
 
 /// Cells of one buffer written for sure (under `cond`).
@@ -165,6 +176,8 @@ impl Defined {
 
     /// The condition under which cell `cell` of `root` is known written.
     pub fn holds(&self, root: &Sym, cell: &[Term]) -> Term {
+        SPENT.with(|s| s.set((0, 0)));
+        GAVE_UP.with(|g| g.set(false));
         let ors: Vec<Term> = self
             .chunks
             .iter()
@@ -173,7 +186,7 @@ impl Defined {
                 let eqs = c.idx.iter().cloned().zip(cell.iter().cloned()).collect();
                 let (eqs, mut cond) = join_divided(eqs);
                 cond.extend(c.cond.iter().cloned());
-                STEPS.with(|s| s.set(0));
+                SPENT.with(|s| s.set((0, s.get().1)));
                 member(eqs, cond, c.bound.clone())
             })
             .filter(|t| *t != Term::Bool(false))
@@ -221,9 +234,10 @@ fn join_divided(mut eqs: Vec<(Term, Term)>) -> (Vec<(Term, Term)>, Vec<Term>) {
 
 /// `∃ bound. cond ∧ eqs` without the quantifier (false when it cannot be eliminated).
 fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term, Term)>) -> Term {
-    let steps = STEPS.with(|s| {
-        s.set(s.get().saturating_add(1));
-        s.get()
+    let (steps, returned) = SPENT.with(|s| {
+        let (steps, returned) = s.get();
+        s.set((steps.saturating_add(1), returned));
+        (steps + 1, returned)
     });
     let mut budget = MEMBER_NODES;
     let small = eqs.iter().flat_map(|(l, r)| [l, r]).chain(&cond).all(|t| {
@@ -231,7 +245,8 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         budget = budget.saturating_sub(n);
         budget > 0
     });
-    if steps > MEMBER_STEPS || !small {
+    if steps > MEMBER_STEPS || returned > MEMBER_OUTPUT || !small {
+        GAVE_UP.with(|g| g.set(true));
         return Term::Bool(false);
     }
     // A variable inside a `min`/`max` of an index equation goes first: splitting the equation
@@ -277,7 +292,18 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
     let Some((v, lo, hi)) = bound.pop() else {
         let mut all = cond;
         all.extend(eqs.into_iter().map(|(l, r)| Term::eq(l, r)));
-        return Term::And(all);
+        let all = Term::And(all);
+        let n = all.size_at_most(MEMBER_OUTPUT + 1);
+        let total = SPENT.with(|s| {
+            let (steps, returned) = s.get();
+            s.set((steps, returned.saturating_add(n)));
+            returned.saturating_add(n)
+        });
+        if total > MEMBER_OUTPUT {
+            GAVE_UP.with(|g| g.set(true));
+            return Term::Bool(false);
+        }
+        return all;
     };
     let id = v.id;
     let in_range = |x: &Term| {

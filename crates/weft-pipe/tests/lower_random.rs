@@ -511,9 +511,10 @@ fn lowered(p: &Pipeline, s: &Schedule, engine: Engine, t: &mut Tally) -> Option<
             if let Err(d) = weft_check::check_proc(&l.proc) {
                 // A proof the solver gives up on (its time limit) is a rejection, not a wrong
                 // result; counted, and rare (deeply nested splits of fused loops).
-                let undecided = d
-                    .iter()
-                    .all(|d| d.notes.iter().any(|n| n.contains("could not decide")));
+                let undecided = d.iter().all(|d| {
+                    d.message.contains("could not decide")
+                        || d.notes.iter().any(|n| n.contains("could not decide"))
+                });
                 if undecided {
                     t.undecided += 1;
                     return None;

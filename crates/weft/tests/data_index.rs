@@ -228,3 +228,43 @@ fn clamp_index_round_trips_through_text() {
         assert!(weft_ir::alpha::alpha_eq_proc(a, b));
     }
 }
+
+/// Found by review of the 32-bit offsets of gathers (`weft-c`'s `narrow`): a product of six
+/// leaves (each `-(32)` assumed within ±2^24) has interval bounds past i128, which wrapped to
+/// [0, 0], so `min(..., 7)` was computed in 32 bits on a value that does not fit (a segfault,
+/// or with a clamp a wrong cell); and a data quotient by `-(-128)` in i8 was bounded as if the
+/// divisor were 128 (a wrong cell). Both now agree with the interpreter, for several seeds.
+#[test]
+fn narrowed_gathers_of_huge_products_and_wrapped_divisors_agree_with_the_interpreter() {
+    let jit = Jit::new().unwrap();
+    for (name, body) in [
+        (
+            "oob",
+            "proc oob(x: i32[8] @ DRAM, o: i32[8] @ DRAM) { for i in 0..8 {
+                o[i] = x[min(i * -(32) * -(32) * -(32) * -(32) * -(32) * -(32), 7)]; } }",
+        ),
+        (
+            "wrap",
+            "proc wrap(x: i32[8] @ DRAM, o: i32[8] @ DRAM) { for i in 0..8 {
+                o[i] = x[max(min(i * -(32) * -(32) * -(32) * -(32) * -(32) * -(32), 5), 0)]; } }",
+        ),
+        (
+            "negdiv",
+            "proc negdiv(a: i8[8] @ DRAM, x: i32[8] @ DRAM, o: i32[8] @ DRAM) { for i in 0..8 {
+                o[i] = x[clamp_index(i64(a[i] / -(-128)) * 2147483648, 0, 7)]; } }",
+        ),
+    ] {
+        let program = load(body).unwrap_or_else(|e| panic!("{name}: {}", e.rendered));
+        let proc = program.module.proc(name).unwrap();
+        for seed in 0..4 {
+            let opts = weft::run::RunOptions {
+                sizes: HashMap::new(),
+                seed,
+                reps: 1,
+            };
+            if let Err(e) = weft::run::run_and_compare(&program, proc, &jit, &opts) {
+                panic!("{name}, seed {seed}: {}", e.rendered);
+            }
+        }
+    }
+}

@@ -60,13 +60,17 @@ impl Walk<'_> {
         }
         let cell = Self::root_cell(b, idx);
         let goal = self.defined.holds(&b.root, &cell);
+        let gave_up = crate::init::gave_up();
         if !self.defined_needed(b, &goal) {
             return;
         }
-        let msg = format!(
+        let mut msg = format!(
             "`{text}` may read a cell of `{}` that was never written (reads of local buffers must read cells written before)",
             b.root
         );
+        if gave_up {
+            msg += "; the analysis of what was written could not decide it within its limits (cases nested in cases)";
+        }
         let show: Vec<(String, &Term)> = cell
             .iter()
             .enumerate()

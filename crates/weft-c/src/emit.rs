@@ -614,7 +614,10 @@ impl<'u> ProcCx<'u> {
         let mut decls = Vec::new();
         for (buf, idx, span) in accesses(body) {
             let key = idx.as_ptr() as usize;
-            if self.hoisted.contains_key(&key) {
+            // An index computed from data is not invariant: the loop may write what it reads
+            // (found by the proc generator: a clamped index read from the buffer the loop
+            // writes was hoisted, and read before the writes that change it).
+            if self.hoisted.contains_key(&key) || idx.iter().any(reads_data) {
                 continue;
             }
             let Ok(v) = self.view(&buf, span) else {
@@ -1460,6 +1463,13 @@ impl<'u> ProcCx<'u> {
         }
         Ok(())
     }
+}
+
+/// Whether an expression reads a buffer.
+fn reads_data(e: &Expr) -> bool {
+    let mut found = false;
+    weft_ir::visit::walk_expr(e, &mut |x| found |= matches!(x.kind, ExprKind::Read { .. }));
+    found
 }
 
 /// The buffer accesses of a block of plain stores (under `if`s): each store's and each read's

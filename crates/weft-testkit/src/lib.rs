@@ -292,6 +292,16 @@ impl<R: Rng> Gen<'_, R> {
             let v = self.read_where(DType::is_int);
             self.in_data_index = false;
             if let Some(v) = v {
+                // Sometimes a value whose range takes care to bound (for the C's 32-bit
+                // offsets of gathers): a quotient by a divisor that only looks like a power of
+                // two in its type (`-(-128)` in i8), widened and scaled past 2^31.
+                let v = match v.ty {
+                    Ty::Data(d) if d.is_int() && self.rng.gen_bool(0.3) => {
+                        let q = Expr::binary(BinOp::Div, v, self.power_of_two_divisor(d));
+                        Expr::cast(DType::I64, q) * Expr::int(1i64 << 31)
+                    }
+                    _ => v,
+                };
                 return Expr::data_index(v, Expr::int(0), self.ext_last(ext));
             }
         }
@@ -323,6 +333,18 @@ impl<R: Rng> Gen<'_, R> {
             }
             if v.lo >= 0 {
                 cands.push(Expr::min(x.clone(), self.ext_last(ext)));
+                // A product of negated constants (each a term the C's 32-bit offsets assume
+                // small), clamped into the extent: its interval must not overflow.
+                if let Ext::Const(_) = v.hi {
+                    let (c, n) = *[(32i64, 6), (3, 7), (1000, 4)]
+                        .choose(self.rng)
+                        .unwrap_or(&(32, 6));
+                    let mut p = x.clone();
+                    for _ in 0..self.rng.gen_range(2..=n) {
+                        p = p * -Expr::int(c);
+                    }
+                    cands.push(Expr::max(Expr::min(p, self.ext_last(ext)), Expr::int(0)));
+                }
             }
             if self.guards.iter().any(|(g, e)| *g == k && e == ext) {
                 cands.push(x.clone());

@@ -71,6 +71,8 @@ pub struct UnitCx {
     pub ctx_type: String,
     /// Whether some loop is parallel (the unit then needs OpenMP to run in parallel).
     pub parallel: bool,
+    /// Whether the unit calls a function of `<math.h>`.
+    pub libm: bool,
 }
 
 /// The hidden parameters of an emitted proc. Only procs that need them get them, so kernels
@@ -1049,6 +1051,7 @@ impl<'u> ProcCx<'u> {
             other => other.name(),
         };
         let suffix = if d == DType::F32 { "f" } else { "" };
+        self.unit.libm = true;
         Ok(format!("{base}{suffix}({parts})"))
     }
 

@@ -65,9 +65,23 @@ enum weft_dtype {
 
 /// The static helpers of every unit: error messages, the fault record of a failed allocation,
 /// and the overflow-checked arithmetic of allocation sizes and argument validation (C99, so they
-/// avoid the `__builtin_*_overflow` extensions). All `static inline`, so unused ones cost nothing.
-pub const RUNTIME: &str = r#"/* Writes a formatted message into the caller's error buffer, if it gave one. */
-static inline void weft_fail(char *err, int64_t err_len, const char *fmt, ...) {
+/// avoid the `__builtin_*_overflow` extensions). All `static inline` (those of validation `unused`
+/// and never inlined), so unused ones cost nothing and draw no warning.
+pub const RUNTIME: &str = r#"/* Argument validation runs once per call, and is most of a small kernel's C: compiled for
+   size, once (never inlined), it costs the C compiler a fraction of what -O3 takes for it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define WEFT_VALIDATION __attribute__((noinline, unused, optimize("O1")))
+#define WEFT_VALIDATION_HELPER WEFT_VALIDATION static
+#elif defined(__GNUC__)
+#define WEFT_VALIDATION __attribute__((noinline, unused))
+#define WEFT_VALIDATION_HELPER WEFT_VALIDATION static
+#else
+#define WEFT_VALIDATION
+#define WEFT_VALIDATION_HELPER static inline
+#endif
+
+/* Writes a formatted message into the caller's error buffer, if it gave one. */
+WEFT_VALIDATION_HELPER void weft_fail(char *err, int64_t err_len, const char *fmt, ...) {
     if (err != NULL && err_len > 0) {
         va_list ap;
         va_start(ap, fmt);
@@ -92,7 +106,7 @@ static inline void weft_fault_set(struct weft_fault *f, const char *buf, const c
     f->elem_bytes = elem_bytes;
 }
 
-static inline void weft_fault_report(const struct weft_fault *f, const char *entry, char *err, int64_t err_len) {
+WEFT_VALIDATION_HELPER void weft_fault_report(const struct weft_fault *f, const char *entry, char *err, int64_t err_len) {
     if (f->elems < 0) {
         weft_fail(err, err_len, "'%s': allocation of '%s' in proc '%s' failed: an extent is not positive or the size overflows", entry, f->buf, f->proc);
     } else {
@@ -125,7 +139,7 @@ static inline bool weft_size_mul(int64_t *acc, int64_t extent, size_t elem_bytes
 /* The element offsets a buffer reaches from its data pointer, *lo <= 0 <= *hi; false when they
    overflow. Only dimensions of extent above 1 are stepped along; their strides must lie within
    +-WEFT_CTRL_MAX (checked before). */
-static inline bool weft_reach(const weft_buffer *b, int64_t *lo, int64_t *hi) {
+WEFT_VALIDATION_HELPER bool weft_reach(const weft_buffer *b, int64_t *lo, int64_t *hi) {
     *lo = 0;
     *hi = 0;
     for (int32_t d = 0; d < b->rank; d++) {
@@ -144,7 +158,7 @@ static inline bool weft_reach(const weft_buffer *b, int64_t *lo, int64_t *hi) {
 }
 
 /* The byte range [*lo, *hi) a buffer argument may touch; false when it overflows. */
-static inline bool weft_span(const weft_buffer *b, int64_t elem_size, uintptr_t *lo, uintptr_t *hi) {
+WEFT_VALIDATION_HELPER bool weft_span(const weft_buffer *b, int64_t elem_size, uintptr_t *lo, uintptr_t *hi) {
     int64_t first, last, lo_bytes, hi_bytes;
     if (!weft_reach(b, &first, &last) || last == INT64_MAX) return false;
     if (!weft_mul_nonneg(-first, elem_size, &lo_bytes) || !weft_mul_nonneg(last + 1, elem_size, &hi_bytes)) return false;
@@ -156,7 +170,7 @@ static inline bool weft_span(const weft_buffer *b, int64_t elem_size, uintptr_t 
 /* The first dimension whose stride is not that of a dense row-major tensor of b's shape (its
    stride should be *want), -1 when there is none, or b->rank when the dense strides overflow.
    Dimensions of extent 1 are never stepped along, so their strides do not matter. */
-static inline int32_t weft_dense_mismatch(const weft_buffer *b, int64_t *want) {
+WEFT_VALIDATION_HELPER int32_t weft_dense_mismatch(const weft_buffer *b, int64_t *want) {
     int64_t st = 1;
     for (int32_t d = b->rank - 1; d >= 0; d--) {
         if (b->shape[d] != 1 && b->strides[d] != st) {
@@ -172,7 +186,7 @@ static inline int32_t weft_dense_mismatch(const weft_buffer *b, int64_t *want) {
    in order of |stride|, each dimension's stride must step past everything the dimensions before
    it reach. Layouts it cannot prove (interleaved dimensions) are refused. Strides must lie
    within +-WEFT_CTRL_MAX (checked before). */
-static inline bool weft_injective(const weft_buffer *b) {
+WEFT_VALIDATION_HELPER bool weft_injective(const weft_buffer *b) {
     int64_t span = 0, prev_s = -1, step;
     int32_t prev_d = -1;
     for (int32_t k = 0; k < b->rank; k++) {
@@ -461,10 +475,10 @@ pub fn entry_points(
     let fresh = "    if (ctxt == NULL) {\n        memset(&fresh, 0, sizeof fresh);\n        ctxt = &fresh;\n    }\n";
     let check_params = format!("{}, char *err, int64_t err_len", with_ctx(&params));
     let code = format!(
-        "/* entry points of proc {comment} */\nstatic int32_t {check_name}({check_params}) {{\n{check_body}}}\n\n\
+        "/* entry points of proc {comment} */\nWEFT_VALIDATION static int32_t {check_name}({check_params}) {{\n{check_body}}}\n\n\
 static int32_t {run_name}({run_params}) {{\n    (void) ctxt;\n    (void) fault;\n    {run_body}\n}}\n\n\
 int32_t {direct}({param_list}) {{\n    {ctx} fresh;\n    struct weft_fault fault;\n    int32_t rc;\n{fresh}    rc = {check_name}({call_list}, NULL, 0);\n    if (rc != WEFT_OK) return rc;\n    memset(&fault, 0, sizeof fault);\n    return {run_name}({run_args});\n}}\n\n\
-int32_t {entry}(void *context, const weft_arg *args, int64_t nargs, char *err, int64_t err_len) {{\n    {ctx} fresh;\n    {ctx} *ctxt = ({ctx} *) context;\n    struct weft_fault fault;\n    int32_t rc;\n    if (nargs != {nargs} || (nargs > 0 && args == NULL)) {{\n        weft_fail(err, err_len, \"'%s' takes {nargs} arguments, got %lld\", {pname}, (long long) nargs);\n        return WEFT_ERR_ARG_COUNT;\n    }}\n    (void) args;\n{kind_checks}{fresh}    rc = {check_name}({unpack}, err, err_len);\n    if (rc != WEFT_OK) return rc;\n    memset(&fault, 0, sizeof fault);\n    rc = {run_name}({run_unpack});\n    if (rc == WEFT_ERR_ALLOC) weft_fault_report(&fault, {pname}, err, err_len);\n    return rc;\n}}\n\n",
+WEFT_VALIDATION int32_t {entry}(void *context, const weft_arg *args, int64_t nargs, char *err, int64_t err_len) {{\n    {ctx} fresh;\n    {ctx} *ctxt = ({ctx} *) context;\n    struct weft_fault fault;\n    int32_t rc;\n    if (nargs != {nargs} || (nargs > 0 && args == NULL)) {{\n        weft_fail(err, err_len, \"'%s' takes {nargs} arguments, got %lld\", {pname}, (long long) nargs);\n        return WEFT_ERR_ARG_COUNT;\n    }}\n    (void) args;\n{kind_checks}{fresh}    rc = {check_name}({unpack}, err, err_len);\n    if (rc != WEFT_OK) return rc;\n    memset(&fault, 0, sizeof fault);\n    rc = {run_name}({run_unpack});\n    if (rc == WEFT_ERR_ALLOC) weft_fault_report(&fault, {pname}, err, err_len);\n    return rc;\n}}\n\n",
         comment = crate::names::comment_text(&p.name),
         run_params = with_ctx(
             &std::iter::once("struct weft_fault *fault".to_string())

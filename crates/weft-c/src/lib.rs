@@ -395,9 +395,31 @@ pub fn emit_in(procs: &[Arc<Proc>], namespace: &str) -> Result<CUnit, Diagnostic
         ));
     }
     source.push_str(&header);
-    source.push_str(
-        "\n#include <stddef.h>\n#include <stdarg.h>\n#include <stdio.h>\n#include <string.h>\n#include <math.h>\n\n",
-    );
+    // Each header costs the C compiler's every run (math.h alone a tenth of a small kernel's
+    // compile): `<math.h>` only where a math function is called or there are floats (their
+    // special constants are its macros), and of `<stdio.h>` only the declaration of
+    // `vsnprintf` (compatible with the header's), unless the unit has instructions: their
+    // templates are any C, and get both headers. A memory's header includes what its templates
+    // use (docs/language.md).
+    let helpers = unit.helpers.render();
+    let floats = |s: &str| s.contains("float") || s.contains("double");
+    let has_instr = deps.procs.iter().any(|p| p.is_instr());
+    let needs_libm = unit.libm
+        || has_instr
+        || [&header, &helpers, &bodies, &entry_code]
+            .iter()
+            .any(|s| floats(s))
+        || unit.win_structs.values().any(|s| floats(s));
+    source.push_str("\n#include <stddef.h>\n#include <stdarg.h>\n#include <string.h>\n");
+    if has_instr {
+        source.push_str("#include <stdio.h>\n");
+    } else {
+        source.push_str("int vsnprintf(char *s, size_t n, const char *format, va_list ap);\n");
+    }
+    if needs_libm {
+        source.push_str("#include <math.h>\n");
+    }
+    source.push('\n');
     let mut seen_headers = HashSet::new();
     for m in &deps.memories {
         if !m.header.trim().is_empty() && seen_headers.insert(m.header.clone()) {
@@ -421,7 +443,7 @@ pub fn emit_in(procs: &[Arc<Proc>], namespace: &str) -> Result<CUnit, Diagnostic
         source.push_str(s);
         source.push('\n');
     }
-    source.push_str(&unit.helpers.render());
+    source.push_str(&helpers);
     source.push_str(entry::RUNTIME);
     source.push_str(&bodies);
     source.push_str(&entry_code);

@@ -331,6 +331,35 @@ fn float_literals_are_exact_and_typed() {
     compile_object("lits", &unit.source, &[]);
 }
 
+/// `<math.h>` is included only where needed, which a float-free unit calling a math function
+/// is (`sqrt(2.0) < 1.5` into a bool buffer names no C float type): it compiles warning-free.
+/// A unit without floats or math gets neither `<math.h>` nor `<stdio.h>`.
+#[test]
+fn a_math_call_without_float_types_still_includes_math_h() {
+    let mem = dram();
+    let mut p = ProcBuilder::new("root2", &mem);
+    let n = p.size("n");
+    let a = p.tensor("A", DType::Bool, vec![n.clone()]);
+    p.body().for_("i", 0, &n, |b, i| {
+        let root = Expr::math(MathFn::Sqrt, vec![Expr::float(2.0)]);
+        b.assign(&a, vec![i.clone()], root.lt(Expr::float(1.5)));
+    });
+    let unit = emit(&[p.finish()]).unwrap();
+    assert!(unit.source.contains("#include <math.h>"), "{}", unit.source);
+    compile_object("math_h", &unit.source, &[]);
+
+    let mut q = ProcBuilder::new("ints", &mem);
+    let n = q.size("n");
+    let b = q.tensor("B", DType::I32, vec![n.clone()]);
+    q.body().for_("i", 0, &n, |bb, i| {
+        bb.assign(&b, vec![i.clone()], b.at(vec![i.clone()]) + Expr::int(1));
+    });
+    let unit = emit(&[q.finish()]).unwrap();
+    assert!(!unit.source.contains("#include <math.h>"));
+    assert!(!unit.source.contains("#include <stdio.h>"));
+    compile_object("no_math_h", &unit.source, &[]);
+}
+
 /// A file's procs include its instructions: they are not exported (a call of one is its
 /// template), so emitting every proc of a file works.
 #[test]

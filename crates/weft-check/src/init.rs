@@ -15,7 +15,7 @@
 //! of the loops around them (a body is walked ahead for what one iteration writes).
 
 use crate::smt::{Term, Var};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use weft_ir::Sym;
 
 /// Bound variables whose range has at most this many values are eliminated by trying each.
@@ -249,6 +249,18 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
         GAVE_UP.with(|g| g.set(true));
         return Term::Bool(false);
     }
+    // Substituted witnesses leave comparisons of constants (`(e + 1) - e < 0`): a false one
+    // ends the case, a true one is left out.
+    let mut eqs = eqs;
+    if cond.iter().any(|t| decided(t) == Some(false))
+        || eqs
+            .iter()
+            .any(|(l, r)| constant_difference(l, r).is_some_and(|k| k != 0))
+    {
+        return Term::Bool(false);
+    }
+    cond.retain(|t| decided(t) != Some(true));
+    eqs.retain(|(l, r)| constant_difference(l, r) != Some(0));
     // A variable inside a `min`/`max` of an index equation goes first: splitting the equation
     // by cases then solves it, where solving another variable first would leave it inside the
     // range conditions, which only trying values can satisfy.
@@ -573,6 +585,61 @@ fn member_split(eqs: &[(Term, Term)], cond: &[Term], bound: &[(Var, Term, Term)]
         }
     }
     None
+}
+
+/// `t` as a linear form: coefficients by variable id, and a constant (`None` when `t` is not
+/// linear in variables, or a coefficient or the constant leaves ±2^100).
+fn linear_form(
+    t: &Term,
+    out: &mut BTreeMap<u64, i128>,
+    scale: i128,
+    constant: &mut i128,
+) -> Option<()> {
+    const LIMIT: i128 = 1 << 100;
+    let fits = |x: Option<i128>| x.filter(|x| x.abs() < LIMIT);
+    match t {
+        Term::Int(k) => *constant = fits(scale.checked_mul(*k as i128)?.checked_add(*constant))?,
+        Term::IntVar(v) => {
+            let c = out.entry(v.id).or_insert(0);
+            *c = fits(c.checked_add(scale))?;
+        }
+        Term::Add(a, b) => {
+            linear_form(a, out, scale, constant)?;
+            linear_form(b, out, scale, constant)?;
+        }
+        Term::Sub(a, b) => {
+            linear_form(a, out, scale, constant)?;
+            linear_form(b, out, -scale, constant)?;
+        }
+        Term::Neg(a) => linear_form(a, out, -scale, constant)?,
+        Term::Mul(a, b) => match (crate::terms::const_value(a), crate::terms::const_value(b)) {
+            (Some(k), _) => linear_form(b, out, fits(scale.checked_mul(k as i128))?, constant)?,
+            (_, Some(k)) => linear_form(a, out, fits(scale.checked_mul(k as i128))?, constant)?,
+            _ => return None,
+        },
+        _ => return None,
+    }
+    Some(())
+}
+
+/// `l - r` when it is a constant: both sides linear, every variable cancelled.
+fn constant_difference(l: &Term, r: &Term) -> Option<i128> {
+    let (mut coefficients, mut constant) = (BTreeMap::new(), 0);
+    linear_form(l, &mut coefficients, 1, &mut constant)?;
+    linear_form(r, &mut coefficients, -1, &mut constant)?;
+    coefficients.values().all(|c| *c == 0).then_some(constant)
+}
+
+/// The truth of a comparison of two linear terms whose difference is a constant.
+fn decided(t: &Term) -> Option<bool> {
+    match t {
+        Term::Bool(b) => Some(*b),
+        Term::Not(a) => decided(a).map(|b| !b),
+        Term::Lt(a, b) => constant_difference(a, b).map(|k| k < 0),
+        Term::Le(a, b) => constant_difference(a, b).map(|k| k <= 0),
+        Term::Eq(a, b) => constant_difference(a, b).map(|k| k == 0),
+        _ => None,
+    }
 }
 
 /// The coefficient of variable `id` in `t` when `t` is linear in it (sums, differences,

@@ -187,10 +187,11 @@ pub fn truth(t: &Term, vars: &VarRanges) -> Option<bool> {
 
 /// Whether `x <= y` (`x < y` when `strict`) for all, none, or some values of the intervals.
 fn compare(x: &Interval, y: &Interval, strict: bool) -> Option<bool> {
+    // Bounds saturate at the ends of i128: a sum past them decides nothing.
     let s = strict as i128;
-    if x.hi + s <= y.lo {
+    if x.hi.checked_add(s).is_some_and(|h| h <= y.lo) {
         Some(true)
-    } else if x.lo + s > y.hi {
+    } else if x.lo.checked_add(s).is_some_and(|l| l > y.hi) {
         Some(false)
     } else {
         None

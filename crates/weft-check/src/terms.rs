@@ -18,6 +18,11 @@ pub trait TermEnv {
     fn share(&mut self, t: Term) -> Term {
         t
     }
+    /// A term the environment has made for the whole `min`/`max` expression `e` (a variable
+    /// it knows to equal it), or `None` to translate `e` as usual.
+    fn named(&mut self, _e: &Expr) -> Option<Term> {
+        None
+    }
 }
 
 /// Why an expression has no term.
@@ -160,6 +165,9 @@ pub fn to_term(e: &Expr, env: &mut dyn TermEnv) -> Result<Term, TermError> {
                     }
                 }
                 BinOp::Min | BinOp::Max => {
+                    if let Some(t) = env.named(e) {
+                        return Ok(t);
+                    }
                     let (x, y) = (env.share(x), env.share(y));
                     let lt = if *op == BinOp::Min {
                         Term::lt(x.clone(), y.clone())

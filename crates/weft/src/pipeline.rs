@@ -110,15 +110,30 @@ pub fn lower_checked(
     schedule: &Schedule,
     span: Span,
 ) -> Result<Lowered, Vec<Diagnostic>> {
+    let lowered = lower_unchecked(pipeline, schedule, span)?;
+    check_lowered(&lowered, span)?;
+    Ok(lowered)
+}
+
+/// Lower a pipeline under a schedule; the proc is not checked yet ([`check_lowered`]).
+fn lower_unchecked(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    span: Span,
+) -> Result<Lowered, Vec<Diagnostic>> {
     let dram = weft_syntax::std_memory("DRAM")
         .ok_or_else(|| vec![Diagnostic::new("memory", span, "no DRAM in the prelude")])?;
-    let lowered = weft_pipe::lower::lower(pipeline, schedule, &dram).map_err(|e| {
+    weft_pipe::lower::lower(pipeline, schedule, &dram).map_err(|e| {
         let mut d = Diagnostic::new("schedule", span, e.to_string());
         if !e.alternatives.is_empty() {
             d = d.with_note(format!("legal instead: {}", e.alternatives.join(", ")));
         }
         vec![d]
-    })?;
+    })
+}
+
+/// Every rule of `weft check` on a lowered proc, and its parallel loops race-free.
+fn check_lowered(lowered: &Lowered, span: Span) -> Result<(), Vec<Diagnostic>> {
     weft_check::check_proc(&lowered.proc)?;
     let mut analysis = weft_sched::effects::Analysis::new();
     weft_sched::prims::parallelize::check_parallel_loops(&mut analysis, &lowered.proc, "parallel")
@@ -127,8 +142,7 @@ pub fn lower_checked(
             d.rule = "race";
             d.span = span;
             vec![d]
-        })?;
-    Ok(lowered)
+        })
 }
 
 /// Lower the pipeline `name` (see [`parse`], [`lower_checked`]) and apply its proc-level steps.
@@ -653,22 +667,34 @@ pub fn compile(
         }
         lowered_from_text(body, &pipeline.name)
     });
-    let (proc, hit) = match cached {
-        Some(p) => (p, true),
+    let (proc, module, hit) = match cached {
+        Some(p) => {
+            let module = jit.compile(std::slice::from_ref(&p)).map_err(|e| io(&e))?;
+            (p, module, true)
+        }
         None => {
-            let lowered = lower_checked(pipeline, schedule, Span::DUMMY)?;
+            let lowered = lower_unchecked(pipeline, schedule, Span::DUMMY)?;
+            // The C compiler runs while the checker proves the proc (a machine has a core
+            // for each); what it built is dropped unless the proc is accepted. Compiling an
+            // unchecked proc is harmless: nothing of it runs until the module is returned.
+            let (checked, module) = std::thread::scope(|s| {
+                let build = s.spawn(|| jit.compile(std::slice::from_ref(&lowered.proc)));
+                let checked = check_lowered(&lowered, Span::DUMMY);
+                (checked, build.join())
+            });
+            checked?;
+            let module = module
+                .map_err(|_| io(&"the C compiler's thread panicked"))?
+                .map_err(|e| io(&e))?;
             let body = format!("{}\n", lowered.proc);
             let text = format!("{body}// sha256: {}\n", digest(&[&body]));
             // Whole or not at all: written aside, then renamed into place.
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
             std::fs::write(&tmp, text).map_err(|e| io(&e))?;
             std::fs::rename(&tmp, &path).map_err(|e| io(&e))?;
-            (lowered.proc, false)
+            (lowered.proc, module, false)
         }
     };
-    let module = jit
-        .compile(std::slice::from_ref(&proc))
-        .map_err(|e| io(&e))?;
     Ok(CompiledPipeline {
         proc,
         module,

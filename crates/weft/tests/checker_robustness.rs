@@ -47,6 +47,9 @@ const SNIPPETS: &[&str] = &[
     "pass;",
     "for z in 0..3 { pass; }",
     "if i < 2 {",
+    // Products past i64 in indices (the checker's linear forms and intervals saturate).
+    "* 1125899906842624",
+    "(n - 536870912) * 562949953421312 * ",
 ];
 
 fn check_text(text: &str) {
@@ -57,6 +60,21 @@ fn check_text(text: &str) {
                 assert!(!sources.render(d).is_empty());
             }
         }
+    }
+}
+
+/// Index arithmetic whose products leave i64 (and i128 when scaled again) is rejected or
+/// accepted, never a panic (the definedness analysis' linear forms multiplied unchecked; the
+/// interval comparison added past i128's end). Debug builds check the arithmetic.
+#[test]
+fn index_products_past_64_bits_do_not_panic() {
+    for index in [
+        "((i + 536870912 - 536870912) * 1125899906842624) * 562949953421312",
+        "((n - 536870912) * 1125899906842624) * 562949953421312",
+    ] {
+        check_text(&format!(
+            "proc p(n: size, A: f32[4] @ DRAM) {{\n    assert n == 536870912;\n    alloc B: f32[4] @ DRAM;\n    for i in 0..1 {{\n        B[{index}] = 0.0;\n    }}\n    A[0] = B[0];\n    free B;\n}}\n"
+        ));
     }
 }
 

@@ -147,6 +147,7 @@ impl Checker {
             config_reads: HashMap::new(),
             shared_unplaced: Vec::new(),
             shared_defs: HashMap::new(),
+            invariant_min_max: HashMap::new(),
             config_known: HashMap::new(),
             defined: Defined::default(),
             path: Vec::new(),
@@ -424,6 +425,10 @@ struct Walk<'c> {
     shared_unplaced: Vec<Term>,
     /// What each unknown `share` made names.
     shared_defs: HashMap<u64, Term>,
+    /// The `min`/`max` expressions of the body over the proc's control parameters alone, each
+    /// named once by a variable before the body (see [`Walk::name_invariant_min_max`]): the
+    /// variable, and the intermediates of its definition that intervals do not place.
+    invariant_min_max: HashMap<(String, Vec<u64>), (Term, Vec<Term>)>,
     /// The values of control config fields where they are known: written earlier in the proc,
     /// or read with no write (nor call, nor loop iteration) since.
     config_known: HashMap<(String, usize), Term>,
@@ -485,6 +490,89 @@ impl TermEnv for Walk<'_> {
         self.shared_defs.insert(var.id, t);
         v
     }
+
+    fn named(&mut self, e: &Expr) -> Option<Term> {
+        if self.invariant_min_max.is_empty() {
+            return None;
+        }
+        let (v, unplaced) = self.invariant_min_max.get(&invariant_key(e))?;
+        // Where it is used, the definition's own intermediates are the expression's.
+        self.shared_unplaced.extend(unplaced.iter().cloned());
+        Some(v.clone())
+    }
+}
+
+/// The key of an expression for [`Walk::named`]: its text and the ids of its symbols (two
+/// symbols may have one name).
+fn invariant_key(e: &Expr) -> (String, Vec<u64>) {
+    let mut ids = Vec::new();
+    weft_ir::visit::walk_expr(e, &mut |x| {
+        if let ExprKind::Var(s) = &x.kind {
+            ids.push(s.id());
+        }
+    });
+    (expr_to_string(e), ids)
+}
+
+impl Walk<'_> {
+    /// Name every `min`/`max` of the body whose operands are the proc's control parameters
+    /// and constants alone (`min(n, m - 32)`) by one variable, with its definition as a fact
+    /// of the whole body, before the body is walked. Translated as a `select`, such a term is
+    /// copied into every index, bound and case that uses it, and the definedness analysis
+    /// multiplies those copies (its case splits substitute terms into terms); a name keeps the
+    /// proof obligations small. The name is exact: parameters never change in the body. Its
+    /// variable is made before the body's unknowns, so leaving a loop does not expand it again.
+    fn name_invariant_min_max(&mut self, body: &Block) {
+        let params: HashSet<u64> = self
+            .scope
+            .iter()
+            .filter(|(_, i)| matches!(i, Info::Ctrl(c) if *c != CtrlType::Bool))
+            .map(|(s, _)| s.id())
+            .collect();
+        let invariant = |e: &Expr| {
+            let mut ok = true;
+            weft_ir::visit::walk_expr(e, &mut |x| match &x.kind {
+                ExprKind::Var(s) => ok &= params.contains(&s.id()),
+                ExprKind::Const(_)
+                | ExprKind::Binary(..)
+                | ExprKind::Unary(..)
+                | ExprKind::Select(..) => {}
+                _ => ok = false,
+            });
+            ok
+        };
+        // Inner ones first, so an outer definition uses their names.
+        let mut found: Vec<&Expr> = Vec::new();
+        weft_ir::visit::walk_block_exprs(body, &mut |x| {
+            if let ExprKind::Binary(BinOp::Min | BinOp::Max, ..) = &x.kind {
+                if x.ty == Ty::Int && invariant(x) {
+                    found.push(x);
+                }
+            }
+        });
+        found.sort_by_key(|e| expr_size(e));
+        for e in found {
+            let key = invariant_key(e);
+            if self.invariant_min_max.contains_key(&key) {
+                continue;
+            }
+            let Ok(t) = to_term(e, self) else { continue };
+            // `to_term` put the intermediates of inner named terms here; they are this one's.
+            let mut unplaced = std::mem::take(&mut self.shared_unplaced);
+            let range = intervals::interval(&t, &self.ranges, &mut unplaced);
+            let var = init::fresh_var(&mut self.ck.next_unknown, &key.0);
+            self.ranges.insert(var.id, range.clamp(&Interval::I64));
+            let v = Term::IntVar(var);
+            self.facts.push(Term::eq(v.clone(), t));
+            self.invariant_min_max.insert(key, (v, unplaced));
+        }
+    }
+}
+
+fn expr_size(e: &Expr) -> usize {
+    let mut n = 0;
+    weft_ir::visit::walk_expr(e, &mut |_| n += 1);
+    n
 }
 
 /// Terms larger than this (in nodes) are named by a fresh variable where `min`/`max` use them.
@@ -1170,6 +1258,9 @@ impl Walk<'_> {
         }
         if let Some(instr) = &p.instr {
             self.template(p, &instr.template);
+        }
+        if self.mode != Mode::Summary {
+            self.name_invariant_min_max(&p.body);
         }
         self.body = BodyStart {
             facts: self.facts.len(),

@@ -352,15 +352,32 @@ impl Lower<'_> {
                     .iter()
                     .fold(hi_l.clone(), |m, h| m.min_with(&h.add_k(1)))
                     .max_with(&start);
-                let (start, end) = (self.lin_expr(&start, env)?, self.lin_expr(&end, env)?);
-                let before = for_loop(self, Sym::new(sym.name()), lo, start.clone())?;
+                // Without a low (high) bound the loop before (after) the steady state is empty:
+                // it is left out, and the steady state starts at the loop's start (runs to its
+                // end), which costs the C compiler a copy of the body less.
+                let mut loops = Vec::new();
+                let start = if lows.is_empty() {
+                    lo
+                } else {
+                    let start = self.lin_expr(&start, env)?;
+                    loops.push(for_loop(self, Sym::new(sym.name()), lo, start.clone())?);
+                    start
+                };
+                let end = if highs.is_empty() {
+                    hi.clone()
+                } else {
+                    self.lin_expr(&end, env)?
+                };
                 *self.resolved.borrow_mut() = resolved;
                 *self.resolved_guards.borrow_mut() = guards.iter().map(|&u| (f, s, u)).collect();
                 let steady = for_loop(self, sym.clone(), start, end.clone());
                 self.resolved.borrow_mut().clear();
                 self.resolved_guards.borrow_mut().clear();
-                let after = for_loop(self, Sym::new(sym.name()), end, hi)?;
-                Ok(vec![before, steady?, after])
+                loops.push(steady?);
+                if !highs.is_empty() {
+                    loops.push(for_loop(self, Sym::new(sym.name()), end, hi)?);
+                }
+                Ok(loops)
             }
         }
     }

@@ -314,3 +314,24 @@ fn circular_buffers_written_by_split_loops_are_accepted() {
     accepted(&body("(m + 7) / 8"));
     rejected(&body("(m + 7) / 8 - 1"));
 }
+
+/// Reads of one cell share the name of its large coordinates and ask one goal: a cell written
+/// is accepted for all of them, and a cell never written is reported at every read, with its
+/// coordinates in the counterexample.
+#[test]
+fn reads_of_one_large_cell_are_proved_together_and_reported_apart() {
+    accepted(
+        "alloc t: f32[n + m + 3] @ DRAM;
+         for i in 0..n { for j in 0..m { t[i + j + 2 * 1 - 1] = x[i, j]; } }
+         for i in 0..n { for j in 0..m { y[i, j] = t[i + j + 2 * 1 - 1] * t[i + j + 2 * 1 - 1]; } }",
+    );
+    let text = "proc f(n: size, m: size, x: f32[n, m], y: f32[n, m]) {
+         alloc t: f32[n + m + 3] @ DRAM;
+         for i in 0..n { for j in 0..m { t[i + j + 2 * 1 - 1] = x[i, j]; } }
+         for i in 0..n { for j in 0..m { y[i, j] = t[i + j + 2 * 1 + 1] * t[i + j + 2 * 1 + 1]; } }
+     }";
+    let d = check(text).expect_err("the cell one past the last written");
+    let init: Vec<_> = d.iter().filter(|d| d.rule == "init").collect();
+    assert_eq!(init.len(), 2, "{d:?}");
+    assert!(note(init[0]).contains("cell 0 ="), "{:?}", init[0]);
+}

@@ -29,11 +29,19 @@ impl Walk<'_> {
     /// (`e % k`) keeps its `% k`, which the analysis of folded storage matches.
     fn name_cell(&mut self, cell: &[Term]) -> (Vec<Term>, Vec<Term>) {
         let mut defs = Vec::new();
+        // One name per coordinate term: reads of one cell (`Ix(x, y) * Ix(x, y)`) then ask
+        // the same goal, which the flush asks once. Sound across goals: each carries the name's
+        // definition, the same for every goal that uses it.
         let mut name = |t: &Term, defs: &mut Vec<Term>| {
             if t.size_at_most(NAMED_CELL + 1) <= NAMED_CELL {
                 return t.clone();
             }
-            let v = Term::IntVar(init::fresh_var(&mut self.ck.next_unknown, "cell"));
+            let counter = &mut self.ck.next_unknown;
+            let v = self
+                .cell_names
+                .entry(t.clone())
+                .or_insert_with(|| Term::IntVar(init::fresh_var(counter, "cell")))
+                .clone();
             defs.push(Term::eq(v.clone(), t.clone()));
             v
         };

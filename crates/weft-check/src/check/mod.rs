@@ -148,6 +148,7 @@ impl Checker {
             shared_unplaced: Vec::new(),
             shared_defs: HashMap::new(),
             invariant_min_max: HashMap::new(),
+            cell_names: HashMap::new(),
             config_known: HashMap::new(),
             defined: Defined::default(),
             path: Vec::new(),
@@ -429,6 +430,8 @@ struct Walk<'c> {
     /// named once by a variable before the body (see [`Walk::name_invariant_min_max`]): the
     /// variable, and the intermediates of its definition that intervals do not place.
     invariant_min_max: HashMap<(String, Vec<u64>), (Term, Vec<Term>)>,
+    /// The names of large read cells' coordinates (`Walk::name_cell`).
+    cell_names: HashMap<Term, Term>,
     /// The values of control config fields where they are known: written earlier in the proc,
     /// or read with no write (nor call, nor loop iteration) since.
     config_known: HashMap<(String, usize), Term>,
@@ -714,7 +717,10 @@ impl Walk<'_> {
     fn flush(&mut self) {
         let obs = std::mem::take(&mut self.pending);
         if obs.len() > 1 {
-            let all = Term::And(obs.iter().map(|o| o.goal.clone()).collect());
+            // Reads of one cell give one goal: asked once.
+            let mut seen = HashSet::new();
+            let goals = obs.iter().map(|o| &o.goal).filter(|g| seen.insert(*g));
+            let all = Term::And(goals.cloned().collect());
             if self.ck.solver.check_valid(&self.facts, &all) == Validity::Valid {
                 return;
             }

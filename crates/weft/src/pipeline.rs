@@ -674,9 +674,10 @@ pub fn compile(
         }
         None => {
             let lowered = lower_unchecked(pipeline, schedule, Span::DUMMY)?;
-            // The C compiler runs while the checker proves the proc (a machine has a core
-            // for each); what it built is dropped unless the proc is accepted. Compiling an
-            // unchecked proc is harmless: nothing of it runs until the module is returned.
+            // The C compiler runs while the checker proves the proc (on another core where
+            // there is one); what it built is dropped unless the proc is accepted. Compiling
+            // and loading an unchecked proc is harmless: nothing of it runs until the module
+            // is returned.
             let (checked, module) = std::thread::scope(|s| {
                 let build = s.spawn(|| jit.compile(std::slice::from_ref(&lowered.proc)));
                 let checked = check_lowered(&lowered, Span::DUMMY);

@@ -252,15 +252,24 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
     // Substituted witnesses leave comparisons of constants (`(e + 1) - e < 0`): a false one
     // ends the case, a true one is left out.
     let mut eqs = eqs;
-    if cond.iter().any(|t| decided(t) == Some(false))
-        || eqs
-            .iter()
-            .any(|(l, r)| constant_difference(l, r).is_some_and(|k| k != 0))
-    {
+    let mut contradicted = false;
+    cond.retain(|t| match decided(t) {
+        Some(holds) => {
+            contradicted |= !holds;
+            false
+        }
+        None => true,
+    });
+    eqs.retain(|(l, r)| match constant_difference(l, r) {
+        Some(k) => {
+            contradicted |= k != 0;
+            false
+        }
+        None => true,
+    });
+    if contradicted {
         return Term::Bool(false);
     }
-    cond.retain(|t| decided(t) != Some(true));
-    eqs.retain(|(l, r)| constant_difference(l, r) != Some(0));
     // A variable inside a `min`/`max` of an index equation goes first: splitting the equation
     // by cases then solves it, where solving another variable first would leave it inside the
     // range conditions, which only trying values can satisfy.

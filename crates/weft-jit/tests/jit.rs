@@ -124,6 +124,63 @@ fn second_compile_hits_the_cache() {
     assert_eq!(so_files(dir.path()).len(), 1);
 }
 
+/// A module's description loads its shared object again without the procs: the same entry
+/// points, callable; a description that was altered, or an object that was, is refused.
+#[test]
+fn described_modules_load_again_without_their_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = jit(&dir);
+    let m = j.compile(&[saxpy("described"), add2()]).unwrap();
+    let text = m.describe().unwrap();
+    assert!(!text.contains('\n'), "{text}");
+    let again = j.load_described(&text).unwrap();
+    assert_eq!(again.path(), m.path());
+    assert_eq!(again.entries(), m.entries());
+    let a = 3.0f32;
+    let x = [1.0f32; 4];
+    let mut y = vec![0.5f32; 4];
+    again
+        .kernel("described")
+        .unwrap()
+        .call(&mut [
+            Arg::Int(4),
+            Arg::Buf(BufArg::scalar(&a)),
+            Arg::Buf(BufArg::from(&x[..])),
+            Arg::Buf(BufArg::new(&mut y, &[4])),
+        ])
+        .unwrap();
+    assert_eq!(y, vec![3.5f32; 4]);
+    let words: Vec<&str> = text.split(' ').collect();
+    let file = words[1];
+    let altered = [
+        String::new(),
+        words[0].to_string(),
+        words[..words.len() - 1].join(" "),
+        format!("{text} =extra"),
+        text.replacen("weft-module/1", "weft-module/2", 1),
+        text.replacen(file, "=../escape.so", 1),
+        text.replacen(file, "=/tmp/escape.so", 1),
+        text.replacen(file, "=other.txt", 1),
+        text.replacen("=f32", "=f33", 1),
+        text.replacen("=written", "=both", 1),
+    ];
+    for bad in &altered {
+        assert!(j.load_described(bad).is_err(), "accepted: {bad}");
+    }
+    // Another configuration of the compiler has another fingerprint.
+    let other = Jit::with_compiler(dir.path(), "cc", vec!["-O1".into()]).unwrap();
+    assert_ne!(other.fingerprint(), j.fingerprint());
+    assert_eq!(jit(&dir).fingerprint(), j.fingerprint());
+    // A damaged object is refused (compiling the procs again rebuilds it). It is replaced by
+    // a rename, as the cache replaces its entries: the loaded one keeps its pages.
+    let mut bytes = std::fs::read(m.path()).unwrap();
+    bytes[100] ^= 1;
+    let aside = dir.path().join("damaged");
+    std::fs::write(&aside, bytes).unwrap();
+    std::fs::rename(&aside, m.path()).unwrap();
+    assert!(matches!(j.load_described(&text), Err(JitError::Io(_))));
+}
+
 #[test]
 fn concurrent_compiles_all_succeed() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 
 use crate::hostbuf::HostData;
 use crate::{Error, Program};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use weft_interp::{Buffer, Scalar};
 use weft_ir::{DType, Diagnostic, PipelineItem, Proc, Span};
 use weft_pipe::ast::Pipeline;
@@ -625,11 +625,33 @@ pub fn lowered_from_text(text: &str, name: &str) -> Option<Arc<Proc>> {
 
 /// A pipeline compiled by [`compile`].
 pub struct CompiledPipeline {
-    /// The lowered, checked proc.
-    pub proc: Arc<Proc>,
+    /// What [`push_derived`] reads of the lowered proc: its arguments and the preconditions
+    /// that define the derived ones ([`weft_pipe::lower::derivation`]).
+    pub derivation: Arc<Proc>,
     pub module: weft_jit::Module,
     /// Whether lowering and checking were skipped: the pipeline cache had the proc.
     pub cached: bool,
+    /// The lowered, checked proc; on a cache hit read from `text` when first asked for.
+    proc: OnceLock<Arc<Proc>>,
+    text: String,
+}
+
+impl CompiledPipeline {
+    /// The lowered, checked proc. A cache hit reads it back from the entry's text only when it
+    /// is asked for, since a hit needs only the derivation and the shared object.
+    pub fn proc(&self) -> Result<Arc<Proc>, Vec<Diagnostic>> {
+        if let Some(p) = self.proc.get() {
+            return Ok(p.clone());
+        }
+        let p = lowered_from_text(&self.text, &self.derivation.name).ok_or_else(|| {
+            vec![Diagnostic::new(
+                "jit",
+                Span::DUMMY,
+                "the pipeline cache's proc does not read back",
+            )]
+        })?;
+        Ok(self.proc.get_or_init(|| p).clone())
+    }
 }
 
 /// The hex SHA-256 of length-prefixed parts.
@@ -643,62 +665,121 @@ fn digest(parts: &[&str]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A pipeline cache entry: the derivation, the description of the shared object
+/// ([`weft_jit::Module::describe`], `-` where there is none) and the proc, sealed with their
+/// hash.
+fn cache_entry(proc: &Proc, module: &weft_jit::Module) -> String {
+    let description = module.describe().unwrap_or_else(|| "-".to_string());
+    let body = format!(
+        "{}\n// module {description}\n// proc\n{proc}\n",
+        weft_pipe::lower::derivation(proc)
+    );
+    format!("{body}// sha256: {}\n", digest(&[&body]))
+}
+
+/// The derivation, description and proc text of a sealed entry; `None` when it is damaged.
+fn read_cache_entry(text: &str) -> Option<(&str, &str, &str)> {
+    let (body, seal) = text.rsplit_once("// sha256: ")?;
+    if digest(&[body]) != seal.trim() {
+        return None;
+    }
+    let (derivation, rest) = body.split_once("\n// module ")?;
+    let (description, proc) = rest.split_once("\n// proc\n")?;
+    Some((derivation, description, proc))
+}
+
 /// Lower, check and compile a pipeline under a schedule with the JIT, caching the checked proc
-/// beside the JIT's shared objects: a second compile of the same pipeline and schedule (in this
-/// process or another) reads the proc back (`pipe-<key>.weft`, sealed with its own hash), skips
-/// lowering and the checker's proofs, and finds the shared object in the JIT's cache. A damaged
-/// entry is ignored and rebuilt.
+/// beside the JIT's shared objects: a second compile of the same pipeline and schedule under
+/// the same compiler configuration (in this process or another) reads the entry back
+/// (`pipe-<key>.weft`: the proc's derivation, the shared object's description and the proc,
+/// sealed with their hash), skips lowering and the checker's proofs, and loads the shared
+/// object it names without emitting C; the proc is read only when asked for
+/// ([`CompiledPipeline::proc`]). A damaged entry is ignored and rebuilt; an entry whose shared
+/// object is gone compiles the proc it holds again.
 pub fn compile(
     jit: &weft_jit::Jit,
     pipeline: &Pipeline,
     schedule: &Schedule,
 ) -> Result<CompiledPipeline, Vec<Diagnostic>> {
     let io = |e: &dyn std::fmt::Display| vec![Diagnostic::new("jit", Span::DUMMY, e.to_string())];
-    let key = digest(&[
-        concat!("weft-pipe ", env!("CARGO_PKG_VERSION")),
-        &format!("{pipeline:?}"),
-        &format!("{schedule:?}"),
-    ]);
+    let key = {
+        use sha2::{Digest, Sha256};
+        use std::fmt::Write;
+        // The pipeline and schedule are formatted into the hash as they are written: the
+        // text of a large one would cost more to gather than to hash.
+        struct Hashing(Sha256);
+        impl Write for Hashing {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0.update(s.as_bytes());
+                Ok(())
+            }
+        }
+        let mut h = Hashing(Sha256::new());
+        // Debug forms hold no newline (strings in them are escaped): the newlines separate.
+        let _ = write!(
+            h,
+            "weft-pipe {} {}\n{pipeline:?}\n{schedule:?}",
+            env!("CARGO_PKG_VERSION"),
+            jit.fingerprint()
+        );
+        h.0.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
     let path = jit.cache_dir().join(format!("pipe-{key}.weft"));
-    let cached = std::fs::read_to_string(&path).ok().and_then(|text| {
-        let (body, seal) = text.rsplit_once("// sha256: ")?;
-        if digest(&[body]) != seal.trim() {
-            return None;
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        if let Some(hit) = compile_cached(jit, &text, &pipeline.name) {
+            return Ok(hit);
         }
-        lowered_from_text(body, &pipeline.name)
+    }
+    let lowered = lower_unchecked(pipeline, schedule, Span::DUMMY)?;
+    // The C compiler runs while the checker proves the proc (on another core where there is
+    // one); what it built is dropped unless the proc is accepted. Compiling and loading an
+    // unchecked proc is harmless: nothing of it runs until the module is returned.
+    let (checked, module) = std::thread::scope(|s| {
+        let build = s.spawn(|| jit.compile(std::slice::from_ref(&lowered.proc)));
+        let checked = check_lowered(&lowered, Span::DUMMY);
+        (checked, build.join())
     });
-    let (proc, module, hit) = match cached {
-        Some(p) => {
-            let module = jit.compile(std::slice::from_ref(&p)).map_err(|e| io(&e))?;
-            (p, module, true)
-        }
-        None => {
-            let lowered = lower_unchecked(pipeline, schedule, Span::DUMMY)?;
-            // The C compiler runs while the checker proves the proc (on another core where
-            // there is one); what it built is dropped unless the proc is accepted. Compiling
-            // and loading an unchecked proc is harmless: nothing of it runs until the module
-            // is returned.
-            let (checked, module) = std::thread::scope(|s| {
-                let build = s.spawn(|| jit.compile(std::slice::from_ref(&lowered.proc)));
-                let checked = check_lowered(&lowered, Span::DUMMY);
-                (checked, build.join())
-            });
-            checked?;
-            let module = module
-                .map_err(|_| io(&"the C compiler's thread panicked"))?
-                .map_err(|e| io(&e))?;
-            let body = format!("{}\n", lowered.proc);
-            let text = format!("{body}// sha256: {}\n", digest(&[&body]));
-            // Whole or not at all: written aside, then renamed into place.
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, text).map_err(|e| io(&e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| io(&e))?;
-            (lowered.proc, module, false)
+    checked?;
+    let module = module
+        .map_err(|_| io(&"the C compiler's thread panicked"))?
+        .map_err(|e| io(&e))?;
+    // Whole or not at all: written aside, then renamed into place.
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, cache_entry(&lowered.proc, &module)).map_err(|e| io(&e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| io(&e))?;
+    Ok(CompiledPipeline {
+        derivation: Arc::new(weft_pipe::lower::derivation(&lowered.proc)),
+        module,
+        cached: false,
+        proc: OnceLock::from(lowered.proc),
+        text: String::new(),
+    })
+}
+
+/// A cache hit from the entry `text`: the shared object its description names, or where that
+/// cannot be loaded, the C of the proc it holds compiled again. `None` when the entry is
+/// damaged or does not read back.
+fn compile_cached(jit: &weft_jit::Jit, text: &str, name: &str) -> Option<CompiledPipeline> {
+    let (derivation, description, proc_text) = read_cache_entry(text)?;
+    let derivation = lowered_from_text(derivation, name)?;
+    let (module, proc) = match jit.load_described(description) {
+        Ok(m) => (m, OnceLock::new()),
+        Err(_) => {
+            let proc = lowered_from_text(proc_text, name)?;
+            (
+                jit.compile(std::slice::from_ref(&proc)).ok()?,
+                OnceLock::from(proc),
+            )
         }
     };
-    Ok(CompiledPipeline {
-        proc,
+    Some(CompiledPipeline {
+        derivation,
         module,
-        cached: hit,
+        cached: true,
+        proc,
+        text: proc_text.to_string(),
     })
 }

@@ -257,6 +257,13 @@ fn realize_line_sizes(program: &weft::Program, text: &str) -> Vec<(String, HashM
             .collect();
         let derived = weft::pipe::lower::derived_args(&lp.proc, &ints)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // What the pipeline cache keeps of the proc computes the same.
+        let derivation = weft::pipe::lower::derivation(&lp.proc);
+        assert_eq!(
+            weft::pipe::lower::derived_args(&derivation, &ints).as_ref(),
+            Ok(&derived),
+            "{name}"
+        );
         let first = lp.proc.args.len() - derived.len();
         for (a, v) in lp.proc.args[first..].iter().zip(derived) {
             sizes.insert(a.sym.name().to_string(), v);

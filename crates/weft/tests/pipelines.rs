@@ -246,12 +246,31 @@ fn compiled_pipelines_are_cached() {
             weft::jit::Arg::Int(8),
             weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[8])),
         ];
-        weft::pipeline::push_derived(&first.proc, &mut args).unwrap();
+        weft::pipeline::push_derived(&second.derivation, &mut args).unwrap();
         k.call(&mut args).unwrap();
         out
     };
     assert_eq!(run(&first.module), run(&second.module));
     assert_eq!(run(&first.module)[3], 3 * 2 + 4);
+    // The hit loaded the shared object the entry names, and reads the proc back when asked.
+    assert_eq!(first.module.path(), second.module.path());
+    assert!(weft::ir::alpha::alpha_eq_proc(
+        &first.proc().unwrap(),
+        &second.proc().unwrap()
+    ));
+    // An entry whose shared object is gone still hits: the proc it holds is compiled again.
+    std::fs::remove_file(first.module.path()).unwrap();
+    let rebuilt = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(rebuilt.cached);
+    assert!(rebuilt.module.path().exists());
+    assert_eq!(run(&rebuilt.module), run(&first.module));
+    // Another compiler configuration has entries of its own: a hit never loads an object
+    // that other flags built.
+    let other = weft::jit::Jit::with_compiler(dir.path(), "cc", vec!["-O1".to_string()]).unwrap();
+    let o = weft::pipeline::compile(&other, &p, &s).unwrap();
+    assert!(!o.cached);
+    assert_ne!(o.module.path(), first.module.path());
+    assert_eq!(run(&o.module), run(&first.module));
     // A damaged entry (its seal no longer matches) is ignored and rebuilt.
     let entry = std::fs::read_dir(dir.path())
         .unwrap()
@@ -296,6 +315,11 @@ fn lowered_example_procs_round_trip_through_text() {
                 weft::ir::alpha::alpha_eq_proc(&lp.lowered.proc, &module.procs[0]),
                 "{name} changed in the round trip:\n{text}"
             );
+            // A cache hit reads the derivation alone, and computes the derived arguments from it.
+            let derivation = weft::pipe::lower::derivation(&lp.lowered.proc);
+            let back = weft::pipeline::lowered_from_text(&format!("{derivation}\n"), &name)
+                .unwrap_or_else(|| panic!("{name}: the derivation does not read back"));
+            assert!(weft::ir::alpha::alpha_eq_proc(&derivation, &back), "{name}");
         }
     }
 }
@@ -322,10 +346,10 @@ fn cache_hits_of_literal_arithmetic_are_the_same_proc() {
             .unwrap_or_else(|d| panic!("{body}: the cache hit fails: {d:?}"));
         assert!(second.cached, "{body}: missed the cache");
         assert!(
-            weft::ir::alpha::alpha_eq_proc(&first.proc, &second.proc),
+            weft::ir::alpha::alpha_eq_proc(&first.proc().unwrap(), &second.proc().unwrap()),
             "{body}: the cache hit is another proc:\n{}\n{}",
-            first.proc,
-            second.proc
+            first.proc().unwrap(),
+            second.proc().unwrap()
         );
         let run = |m: &weft::jit::Module| {
             let mut input: Vec<i32> = (0..8).collect();
@@ -338,7 +362,7 @@ fn cache_hits_of_literal_arithmetic_are_the_same_proc() {
                 weft::jit::Arg::Int(8),
                 weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[8])),
             ];
-            weft::pipeline::push_derived(&first.proc, &mut args).unwrap();
+            weft::pipeline::push_derived(&second.derivation, &mut args).unwrap();
             m.kernel("fc").unwrap().call(&mut args).unwrap();
             out
         };

@@ -850,41 +850,65 @@ pub fn first_derived(proc: &Proc) -> usize {
 /// An error names an argument that cannot be computed (its value overflows, or one it needs is
 /// not given).
 pub fn derived_args(proc: &Proc, ints: &[Option<i64>]) -> Result<Vec<i64>, String> {
-    use weft_ir::ExprKind;
     let first = first_derived(proc);
     let mut values: Vec<Option<i64>> = ints.to_vec();
     values.resize(proc.args.len(), None);
     for k in first..proc.args.len() {
         let a = &proc.args[k];
-        // `name == definition`, or `skip or name == definition` for the argument of a version
-        // of the schedule (`specialize`), which is 0 where `skip` holds (its version does not
-        // run).
-        let defines = |p: &IExpr| match p.kind() {
-            ExprKind::Binary(BinOp::Eq, l, r) => match l.kind() {
-                ExprKind::Var(s) if s == &a.sym => Some(r.clone()),
-                _ => None,
-            },
-            _ => None,
-        };
-        let def = proc.preds.iter().find_map(|p| match p.kind() {
-            ExprKind::Binary(BinOp::Or, skip, eq) => {
-                defines(eq).map(|d| IExpr::select(skip.clone(), IExpr::int(0), d))
-            }
-            _ => defines(p),
-        });
         let env = |s: &Sym| {
             let at = proc.args.iter().position(|b| &b.sym == s)?;
             values[at]
         };
-        let v = def.and_then(|d| eval_control_by(&d, &env)).ok_or_else(|| {
-            format!(
-                "the region bound `{}` cannot be computed for these arguments",
-                a.sym.name()
-            )
-        })?;
+        let v = definition(proc, &a.sym)
+            .and_then(|(_, d)| eval_control_by(&d, &env))
+            .ok_or_else(|| {
+                format!(
+                    "the region bound `{}` cannot be computed for these arguments",
+                    a.sym.name()
+                )
+            })?;
         values[k] = Some(v);
     }
     Ok(values[first..].iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+/// The precondition of `proc` that defines its derived argument `sym` (by position) and the
+/// definition: `sym == definition`, or `skip or sym == definition` for the argument of a
+/// version of the schedule (`specialize`), which is 0 where `skip` holds (its version does not
+/// run).
+fn definition(proc: &Proc, sym: &Sym) -> Option<(usize, IExpr)> {
+    use weft_ir::ExprKind;
+    let defines = |p: &IExpr| match p.kind() {
+        ExprKind::Binary(BinOp::Eq, l, r) => match l.kind() {
+            ExprKind::Var(s) if s == sym => Some(r.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    proc.preds.iter().enumerate().find_map(|(k, p)| {
+        let def = match p.kind() {
+            ExprKind::Binary(BinOp::Or, skip, eq) => {
+                defines(eq).map(|d| IExpr::select(skip.clone(), IExpr::int(0), d))
+            }
+            _ => defines(p),
+        };
+        def.map(|d| (k, d))
+    })
+}
+
+/// What [`derived_args`] reads of a lowered proc: its arguments and the preconditions that
+/// define its derived ones, with no body (the pipeline cache keeps it apart from the proc, so
+/// that a hit reads little).
+pub fn derivation(proc: &Proc) -> Proc {
+    let defining: std::collections::BTreeSet<usize> = proc.args[first_derived(proc)..]
+        .iter()
+        .filter_map(|a| definition(proc, &a.sym).map(|(k, _)| k))
+        .collect();
+    Proc {
+        preds: defining.iter().map(|&k| proc.preds[k].clone()).collect(),
+        body: Vec::new(),
+        ..proc.clone()
+    }
 }
 
 /// The value of a control expression of a lowered proc (a region bound, a precondition's side)

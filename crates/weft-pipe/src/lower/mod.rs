@@ -36,7 +36,7 @@ mod data_index;
 mod emit;
 mod partition;
 
-pub use emit::{derived_args, eval_control, first_derived};
+pub use emit::{derivation, derived_args, eval_control, first_derived};
 
 /// The lowered proc and the regions bounds inference found.
 pub struct Lowered {

@@ -389,7 +389,7 @@ fn main() -> Result<(), String> {
         if compiled.cached || !again.cached {
             return Err("the pipeline cache did not behave".into());
         }
-        let (module, lowered_proc) = (compiled.module, compiled.proc);
+        let (module, derivation) = (compiled.module, compiled.derivation);
         let kernel = module.kernel(&sched).map_err(|e| e.to_string())?;
         let (w, h) = size;
         let (mut input, in_shape) = input_data(&app, size);
@@ -441,8 +441,7 @@ fn main() -> Result<(), String> {
                     args.push(Arg::Int(e as i64));
                 }
                 args.push(out.arg(&out_shape));
-                weft::pipeline::push_derived(&lowered_proc, &mut args)
-                    .map_err(|e| e.to_string())?;
+                weft::pipeline::push_derived(&derivation, &mut args).map_err(|e| e.to_string())?;
                 kernel.call(&mut args).map_err(|e| e.to_string())?;
                 Ok(t.elapsed())
             };

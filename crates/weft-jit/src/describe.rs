@@ -130,9 +130,13 @@ pub(crate) fn parse(text: &str) -> Option<Described> {
     })
 }
 
+/// The largest context a description may give: a context is a few config fields, and
+/// [`crate::Module::context`] allocates what it says.
+const CONTEXT_BYTES_MAX: usize = 1 << 20;
+
 fn read_context<'a>(next: &mut impl FnMut() -> Option<&'a str>) -> Option<ContextInfo> {
     let signature = next()?.to_string();
-    let bytes = next()?.parse().ok()?;
+    let bytes = next()?.parse().ok().filter(|&b| b <= CONTEXT_BYTES_MAX)?;
     Some(ContextInfo { signature, bytes })
 }
 

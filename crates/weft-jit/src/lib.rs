@@ -332,7 +332,9 @@ impl Jit {
 
     /// A digest of this JIT's compiler configuration (compiler, its version, flags): a cache
     /// of what was compiled from what keys its entries by it, so that [`Jit::load_described`]
-    /// never loads an object another configuration built.
+    /// never loads an object another configuration built. It says nothing of the code that
+    /// emitted the C: such a cache keys its entries by that too (the pipeline cache by a hash
+    /// of weft's sources).
     pub fn fingerprint(&self) -> String {
         self.key("", &self.all_flags())
     }
@@ -341,7 +343,10 @@ impl Jit {
     /// without emitting or compiling C: the object is verified whole as on every load, and a
     /// kernel needing instruction-set extensions this CPU lacks is refused. An error (the
     /// object was removed or damaged, the text is not a description) leaves the caller to
-    /// compile the procs again.
+    /// compile the procs again. The entry points are taken as described, not read from the
+    /// object: a description is trusted as the cache directory is (whoever writes there can
+    /// replace the objects), and must come from this build's [`Module::describe`] of a module
+    /// this JIT compiled.
     pub fn load_described(&self, description: &str) -> Result<Module, JitError> {
         let d = describe::parse(description)
             .ok_or_else(|| JitError::Io("not a module description".into()))?;

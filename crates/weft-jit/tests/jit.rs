@@ -163,6 +163,13 @@ fn described_modules_load_again_without_their_c() {
         text.replacen(file, "=other.txt", 1),
         text.replacen("=f32", "=f33", 1),
         text.replacen("=written", "=both", 1),
+        // A context larger than any config set (the module's context bytes are the fourth
+        // token): refused, not allocated.
+        {
+            let mut w = words.clone();
+            w[3] = "=18446744073709551615";
+            w.join(" ")
+        },
     ];
     for bad in &altered {
         assert!(j.load_described(bad).is_err(), "accepted: {bad}");

@@ -629,7 +629,8 @@ pub struct CompiledPipeline {
     /// that define the derived ones ([`weft_pipe::lower::derivation`]).
     pub derivation: Arc<Proc>,
     pub module: weft_jit::Module,
-    /// Whether lowering and checking were skipped: the pipeline cache had the proc.
+    /// Whether lowering and checking were skipped: the pipeline cache had an entry for this
+    /// pipeline, schedule, compiler configuration and build of weft.
     pub cached: bool,
     /// The lowered, checked proc; on a cache hit read from `text` when first asked for.
     proc: OnceLock<Arc<Proc>>,
@@ -690,7 +691,9 @@ fn read_cache_entry(text: &str) -> Option<(&str, &str, &str)> {
 
 /// Lower, check and compile a pipeline under a schedule with the JIT, caching the checked proc
 /// beside the JIT's shared objects: a second compile of the same pipeline and schedule under
-/// the same compiler configuration (in this process or another) reads the entry back
+/// the same compiler configuration and build of weft (in this process or another; the key
+/// holds a hash of weft's sources, so the shared object is the one this build's C compiles
+/// to) reads the entry back
 /// (`pipe-<key>.weft`: the proc's derivation, the shared object's description and the proc,
 /// sealed with their hash), skips lowering and the checker's proofs, and loads the shared
 /// object it names without emitting C; the proc is read only when asked for
@@ -716,10 +719,12 @@ pub fn compile(
         }
         let mut h = Hashing(Sha256::new());
         // Debug forms hold no newline (strings in them are escaped): the newlines separate.
+        // The hash of weft's sources (see build.rs) keeps entries of other builds apart: their
+        // lowering, checker or C may differ, and so may the shared object an entry names.
         let _ = write!(
             h,
-            "weft-pipe {} {}\n{pipeline:?}\n{schedule:?}",
-            env!("CARGO_PKG_VERSION"),
+            "weft-pipe {}\n{}\n{pipeline:?}\n{schedule:?}",
+            env!("WEFT_SOURCE_HASH"),
             jit.fingerprint()
         );
         h.0.finalize()
@@ -747,7 +752,7 @@ pub fn compile(
         .map_err(|_| io(&"the C compiler's thread panicked"))?
         .map_err(|e| io(&e))?;
     // Whole or not at all: written aside, then renamed into place.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = jit.cache_dir().join(entry_temporary(&key));
     std::fs::write(&tmp, cache_entry(&lowered.proc, &module)).map_err(|e| io(&e))?;
     std::fs::rename(&tmp, &path).map_err(|e| io(&e))?;
     Ok(CompiledPipeline {
@@ -757,6 +762,18 @@ pub fn compile(
         proc: OnceLock::from(lowered.proc),
         text: String::new(),
     })
+}
+
+/// The name a cache entry is written under before it is renamed into place: one of this
+/// process and call, so that threads compiling one pipeline write their own (`tmp-<pid>-` is
+/// what the JIT sweeps once the process is gone).
+fn entry_temporary(key: &str) -> String {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "tmp-{}-pipe-{}-{key}",
+        std::process::id(),
+        WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 /// A cache hit from the entry `text`: the shared object its description names, or where that
@@ -782,4 +799,19 @@ fn compile_cached(jit: &weft_jit::Jit, text: &str, name: &str) -> Option<Compile
         proc,
         text: proc_text.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two writes of one entry (two threads) never share a temporary, and the JIT's sweep
+    /// recognizes it as this process's.
+    #[test]
+    fn entry_temporaries_are_unique_per_write() {
+        let (a, b) = (super::entry_temporary("k"), super::entry_temporary("k"));
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with(&format!("tmp-{}-", std::process::id())),
+            "{a}"
+        );
+    }
 }

@@ -213,8 +213,9 @@ schedule s{far} = p{far} {{
     assert!(t.contains("f: ") && !t.contains("folded"), "{t}");
 }
 
-/// The JIT caches compiled pipelines: a second compile reads the checked proc back and skips
-/// lowering and the proofs; a damaged entry is rebuilt; both compute the same.
+/// The JIT caches compiled pipelines: a second compile loads the shared object its entry names
+/// and skips lowering, the proofs and emitting C (the proc is read back when asked for); a
+/// damaged entry is rebuilt; all compute the same.
 #[test]
 fn compiled_pipelines_are_cached() {
     let dir = tempfile::tempdir().unwrap();
@@ -289,9 +290,48 @@ fn compiled_pipelines_are_cached() {
     assert_eq!(run(&third.module), run(&first.module));
 }
 
+/// Threads of one process compiling one pipeline at once all succeed (each writes the cache
+/// entry under a name of its own before renaming it into place), and compute the same.
+#[test]
+fn threads_compiling_one_pipeline_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = weft::pipe::parse::parse_pipeline(
+        0,
+        "pipeline thrice(input: i32[1]) -> out { out(x): i32 = input(x) * 3; }",
+        0,
+    )
+    .unwrap();
+    let s = weft::pipe::schedule::Schedule::new(&p);
+    // A fresh cache each round, so that every thread writes the entry.
+    for round in 0..3 {
+        let cache = dir.path().join(round.to_string());
+        let paths: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let jit = weft::jit::Jit::with_cache_dir(&cache).unwrap();
+                        let c = weft::pipeline::compile(&jit, &p, &s)
+                            .unwrap_or_else(|d| panic!("round {round}: {d:?}"));
+                        c.module.path().to_path_buf()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(paths.iter().all(|q| q == &paths[0]), "{paths:?}");
+        let leftovers: Vec<_> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
 /// The pipeline cache stores the lowered proc as text: every shipped schedule's proc must parse
 /// back to itself (literal arithmetic such as unsharp's kernel is folded, so no literal loses
-/// its data type on the way), or a cache hit would compile other C.
+/// its data type on the way), or a hit whose shared object is gone would compile other C, and
+/// `CompiledPipeline::proc` would give another proc.
 #[test]
 fn lowered_example_procs_round_trip_through_text() {
     for file in ["pipelines.weft", "halide_apps.weft"] {

@@ -188,6 +188,78 @@ fn described_modules_load_again_without_their_c() {
     assert!(matches!(j.load_described(&text), Err(JitError::Io(_))));
 }
 
+/// DRAM's allocator (lib/std.weft): buffers 64-byte aligned; a freed block of 64 KiB or more
+/// is reused by the next allocation of about its size (the smallest that fits), and with every
+/// slot full a larger block takes the smallest one's place; a request that overflows fails.
+/// Run under AddressSanitizer, so a block given out twice or freed wrongly stops it.
+#[test]
+fn dram_allocator_reuses_aligned_blocks() {
+    let header = dram().header.clone();
+    let harness = format!(
+        r#"#include <assert.h>
+#include <string.h>
+{header}
+int main(void) {{
+    for (size_t n = 1; n < 60000; n = n * 3 + 1) {{
+        char *p = (char *) weft_dram_alloc(n);
+        assert(p != NULL && (uintptr_t) p % 64 == 0);
+        memset(p, 1, n);
+        weft_dram_free(p);
+    }}
+    void *a = weft_dram_alloc(1 << 20);
+    weft_dram_free(a);
+    void *b = weft_dram_alloc((1 << 20) - 1000);
+    assert(a == b);
+    void *s = weft_dram_alloc(100000), *l = weft_dram_alloc(150000);
+    weft_dram_free(l);
+    weft_dram_free(s);
+    void *f = weft_dram_alloc(90000);
+    assert(f == s);
+    void *g = weft_dram_alloc(120000);
+    assert(g == l);
+    weft_dram_free(f);
+    weft_dram_free(g);
+    void *blocks[WEFT_DRAM_SLOTS];
+    for (int i = 0; i < WEFT_DRAM_SLOTS; i++) blocks[i] = weft_dram_alloc(70000 + 1000 * i);
+    for (int i = 0; i < WEFT_DRAM_SLOTS; i++) weft_dram_free(blocks[i]);
+    weft_dram_free(b);
+    void *big = weft_dram_alloc(8 << 20);
+    assert((uintptr_t) big % 64 == 0 && (uintptr_t) l % 64 == 0);
+    weft_dram_free(big);
+    assert(weft_dram_alloc(8 << 20) == big);
+    assert(weft_dram_alloc(1 << 20) == b);
+    assert(weft_dram_alloc((size_t) -1) == NULL);
+    assert(weft_dram_alloc((size_t) -100) == NULL);
+    return 0;
+}}
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (c, exe) = (dir.path().join("a.c"), dir.path().join("a"));
+    std::fs::write(&c, harness).unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-std=c99", "-O1", "-g", "-fsanitize=address,undefined"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let ran = std::process::Command::new(&exe)
+        .env("ASAN_OPTIONS", "detect_leaks=0:allocator_may_return_null=1")
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+}
+
 #[test]
 fn concurrent_compiles_all_succeed() {
     let dir = tempfile::tempdir().unwrap();

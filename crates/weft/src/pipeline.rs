@@ -111,8 +111,33 @@ pub fn lower_checked(
     span: Span,
 ) -> Result<Lowered, Vec<Diagnostic>> {
     let lowered = lower_unchecked(pipeline, schedule, span)?;
-    check_lowered(&lowered, span)?;
+    let cache = weft_jit::Jit::new().ok();
+    check_lowered_once(&lowered, span, cache.as_ref().map(|j| j.cache_dir()))?;
     Ok(lowered)
+}
+
+/// [`check_lowered`], its verdict remembered: an empty file `checked-<key>` in the JIT cache
+/// directory `cache` (none: nothing remembered) for each lowered proc this build of weft
+/// accepted, the key
+/// the hash of weft's sources (see build.rs) and of the proc's text (which reads back to the
+/// same proc). A lowered proc calls nothing, so its text is all the checker reads of it, and
+/// the checker of one build gives one verdict: a proc accepted before is accepted again
+/// without the solver (interpolate's proofs take 15 s). Rejections are not remembered.
+fn check_lowered_once(
+    lowered: &Lowered,
+    span: Span,
+    cache: Option<&std::path::Path>,
+) -> Result<(), Vec<Diagnostic>> {
+    let marker = cache.and_then(|dir| verdict_marker(dir, &lowered.proc));
+    if marker.as_ref().is_some_and(|m| m.exists()) {
+        return Ok(());
+    }
+    check_lowered(lowered, span)?;
+    if let Some(m) = marker {
+        // Best effort: a verdict that cannot be written is proved again next time.
+        let _ = std::fs::write(m, b"");
+    }
+    Ok(())
 }
 
 /// Lower a pipeline under a schedule; the proc is not checked yet ([`check_lowered`]).
@@ -744,7 +769,7 @@ pub fn compile(
     // unchecked proc is harmless: nothing of it runs until the module is returned.
     let (checked, module) = std::thread::scope(|s| {
         let build = s.spawn(|| jit.compile(std::slice::from_ref(&lowered.proc)));
-        let checked = check_lowered(&lowered, Span::DUMMY);
+        let checked = check_lowered_once(&lowered, Span::DUMMY, Some(jit.cache_dir()));
         (checked, build.join())
     });
     checked?;
@@ -762,6 +787,21 @@ pub fn compile(
         proc: OnceLock::from(lowered.proc),
         text: String::new(),
     })
+}
+
+/// The file that remembers that this build of weft accepted `proc` (see [`check_lowered_once`]);
+/// `None` for a proc that calls another, whose text is not all the checker reads.
+fn verdict_marker(dir: &std::path::Path, proc: &Proc) -> Option<std::path::PathBuf> {
+    let mut calls = false;
+    weft_ir::visit::walk_block(&proc.body, &mut |s| {
+        calls |= matches!(s.kind, weft_ir::StmtKind::Call { .. })
+    });
+    let key = digest(&[
+        "weft-checked-lowered",
+        env!("WEFT_SOURCE_HASH"),
+        &proc.to_string(),
+    ]);
+    (!calls).then(|| dir.join(format!("checked-{key}")))
 }
 
 /// The name a cache entry is written under before it is renamed into place: one of this
@@ -803,6 +843,43 @@ fn compile_cached(jit: &weft_jit::Jit, text: &str, name: &str) -> Option<Compile
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The checker's verdicts on lowered procs are remembered per proc text: an accepted proc
+    /// leaves its marker, a rejected one none (it is proved, and rejected, every time), and a
+    /// marker is what lets a proc through without the solver.
+    #[test]
+    fn accepted_lowered_procs_are_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = weft_pipe::parse::parse_pipeline(
+            0,
+            "pipeline twice(input: i32[1]) -> out { out(x): i32 = input(x) * 2; }",
+            0,
+        )
+        .unwrap();
+        let s = Schedule::new(&p);
+        let good = lower_unchecked(&p, &s, Span::DUMMY).unwrap();
+        let markers = || std::fs::read_dir(dir.path()).unwrap().count();
+        check_lowered_once(&good, Span::DUMMY, Some(dir.path())).unwrap();
+        assert_eq!(markers(), 1);
+        check_lowered_once(&good, Span::DUMMY, Some(dir.path())).unwrap();
+        assert_eq!(markers(), 1);
+        let bad = lowered_from_text(
+            "proc bad(n: size, a: f32[n] @ DRAM) {\n    a[n] = 0.0;\n}\n",
+            "bad",
+        )
+        .unwrap();
+        let bad = Lowered {
+            proc: bad,
+            ..lower_unchecked(&p, &s, Span::DUMMY).unwrap()
+        };
+        assert!(check_lowered_once(&bad, Span::DUMMY, Some(dir.path())).is_err());
+        assert_eq!(markers(), 1);
+        std::fs::write(verdict_marker(dir.path(), &bad.proc).unwrap(), b"").unwrap();
+        assert!(check_lowered_once(&bad, Span::DUMMY, Some(dir.path())).is_ok());
+        assert!(check_lowered_once(&bad, Span::DUMMY, None).is_err());
+    }
+
     /// Two writes of one entry (two threads) never share a temporary, and the JIT's sweep
     /// recognizes it as this process's.
     #[test]

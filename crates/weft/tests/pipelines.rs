@@ -272,19 +272,23 @@ fn compiled_pipelines_are_cached() {
     assert!(!o.cached);
     assert_ne!(o.module.path(), first.module.path());
     assert_eq!(run(&o.module), run(&first.module));
-    // A damaged entry (its seal no longer matches) is ignored and rebuilt.
-    let entry = std::fs::read_dir(dir.path())
+    // A damaged entry (its seal no longer matches) is ignored and rebuilt: every entry (one
+    // per compiler configuration) damaged.
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| {
+        .filter(|p| {
             p.file_name()
                 .unwrap()
                 .to_string_lossy()
                 .starts_with("pipe-")
         })
-        .unwrap();
-    let text = std::fs::read_to_string(&entry).unwrap();
-    std::fs::write(&entry, text.replacen("proc", "proc ", 1)).unwrap();
+        .collect();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    for entry in &entries {
+        let text = std::fs::read_to_string(entry).unwrap();
+        std::fs::write(entry, text.replacen("proc", "proc ", 1)).unwrap();
+    }
     let third = weft::pipeline::compile(&jit, &p, &s).unwrap();
     assert!(!third.cached);
     assert_eq!(run(&third.module), run(&first.module));

@@ -657,27 +657,39 @@ pub struct CompiledPipeline {
     /// Whether lowering and checking were skipped: the pipeline cache had an entry for this
     /// pipeline, schedule, compiler configuration and build of weft.
     pub cached: bool,
-    /// The lowered, checked proc; on a cache hit read from `text` when first asked for.
+    /// The lowered, checked proc; on a cache hit read from `proc_file` when first asked for.
     proc: OnceLock<Arc<Proc>>,
-    text: String,
+    /// The cache's file of the proc's text and the text's hash.
+    proc_file: Option<(std::path::PathBuf, String)>,
 }
 
 impl CompiledPipeline {
-    /// The lowered, checked proc. A cache hit reads it back from the entry's text only when it
-    /// is asked for, since a hit needs only the derivation and the shared object.
+    /// The lowered, checked proc. A cache hit reads it back from its file (`pipe-<key>.proc`,
+    /// checked against the hash its entry holds) only when it is asked for, since a hit needs
+    /// only the derivation and the shared object.
     pub fn proc(&self) -> Result<Arc<Proc>, Vec<Diagnostic>> {
         if let Some(p) = self.proc.get() {
             return Ok(p.clone());
         }
-        let p = lowered_from_text(&self.text, &self.derivation.name).ok_or_else(|| {
-            vec![Diagnostic::new(
-                "jit",
-                Span::DUMMY,
-                "the pipeline cache's proc does not read back",
-            )]
-        })?;
+        let p = self
+            .proc_file
+            .as_ref()
+            .and_then(|(path, sha)| read_proc_file(path, sha, &self.derivation.name))
+            .ok_or_else(|| {
+                vec![Diagnostic::new(
+                    "jit",
+                    Span::DUMMY,
+                    "the pipeline cache's proc is gone or damaged",
+                )]
+            })?;
         Ok(self.proc.get_or_init(|| p).clone())
     }
+}
+
+/// The proc `name` in the cache's file `path`, if its text has the hash `sha`.
+fn read_proc_file(path: &std::path::Path, sha: &str, name: &str) -> Option<Arc<Proc>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    (digest(&[&text]) == sha).then(|| lowered_from_text(&text, name))?
 }
 
 /// The hex SHA-256 of length-prefixed parts.
@@ -691,27 +703,29 @@ fn digest(parts: &[&str]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A pipeline cache entry: the derivation, the description of the shared object
-/// ([`weft_jit::Module::describe`], `-` where there is none) and the proc, sealed with their
-/// hash.
-fn cache_entry(proc: &Proc, module: &weft_jit::Module) -> String {
+/// A pipeline cache entry (`pipe-<key>.weft`): the derivation, the description of the shared
+/// object ([`weft_jit::Module::describe`], `-` where there is none) and the hash of the proc's
+/// text (`proc_text`, kept apart in `pipe-<key>.proc`: a hit reads the few lines it needs),
+/// sealed with their hash.
+fn cache_entry(proc: &Proc, proc_text: &str, module: &weft_jit::Module) -> String {
     let description = module.describe().unwrap_or_else(|| "-".to_string());
     let body = format!(
-        "{}\n// module {description}\n// proc\n{proc}\n",
-        weft_pipe::lower::derivation(proc)
+        "{}\n// module {description}\n// proc {}\n",
+        weft_pipe::lower::derivation(proc),
+        digest(&[proc_text])
     );
     format!("{body}// sha256: {}\n", digest(&[&body]))
 }
 
-/// The derivation, description and proc text of a sealed entry; `None` when it is damaged.
+/// The derivation, description and proc hash of a sealed entry; `None` when it is damaged.
 fn read_cache_entry(text: &str) -> Option<(&str, &str, &str)> {
     let (body, seal) = text.rsplit_once("// sha256: ")?;
     if digest(&[body]) != seal.trim() {
         return None;
     }
     let (derivation, rest) = body.split_once("\n// module ")?;
-    let (description, proc) = rest.split_once("\n// proc\n")?;
-    Some((derivation, description, proc))
+    let (description, proc_sha) = rest.split_once("\n// proc ")?;
+    Some((derivation, description, proc_sha.trim()))
 }
 
 /// Lower, check and compile a pipeline under a schedule with the JIT, caching the checked proc
@@ -758,8 +772,9 @@ pub fn compile(
             .collect::<String>()
     };
     let path = jit.cache_dir().join(format!("pipe-{key}.weft"));
+    let proc_path = path.with_extension("proc");
     if let Ok(text) = std::fs::read_to_string(&path) {
-        if let Some(hit) = compile_cached(jit, &text, &pipeline.name) {
+        if let Some(hit) = compile_cached(jit, &text, &proc_path, &pipeline.name) {
             return Ok(hit);
         }
     }
@@ -776,16 +791,21 @@ pub fn compile(
     let module = module
         .map_err(|_| io(&"the C compiler's thread panicked"))?
         .map_err(|e| io(&e))?;
-    // Whole or not at all: written aside, then renamed into place.
-    let tmp = jit.cache_dir().join(entry_temporary(&key));
-    std::fs::write(&tmp, cache_entry(&lowered.proc, &module)).map_err(|e| io(&e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| io(&e))?;
+    // Whole or not at all: each file written aside, then renamed into place; the proc first,
+    // so that an entry found has its proc.
+    let proc_text = format!("{}\n", lowered.proc);
+    let entry = cache_entry(&lowered.proc, &proc_text, &module);
+    for (text, to) in [(&proc_text, &proc_path), (&entry, &path)] {
+        let tmp = jit.cache_dir().join(entry_temporary(&key));
+        std::fs::write(&tmp, text).map_err(|e| io(&e))?;
+        std::fs::rename(&tmp, to).map_err(|e| io(&e))?;
+    }
     Ok(CompiledPipeline {
         derivation: Arc::new(weft_pipe::lower::derivation(&lowered.proc)),
         module,
         cached: false,
         proc: OnceLock::from(lowered.proc),
-        text: String::new(),
+        proc_file: None,
     })
 }
 
@@ -817,15 +837,20 @@ fn entry_temporary(key: &str) -> String {
 }
 
 /// A cache hit from the entry `text`: the shared object its description names, or where that
-/// cannot be loaded, the C of the proc it holds compiled again. `None` when the entry is
+/// cannot be loaded, the C of its proc (in `proc_path`) compiled again. `None` when the entry is
 /// damaged or does not read back.
-fn compile_cached(jit: &weft_jit::Jit, text: &str, name: &str) -> Option<CompiledPipeline> {
-    let (derivation, description, proc_text) = read_cache_entry(text)?;
+fn compile_cached(
+    jit: &weft_jit::Jit,
+    text: &str,
+    proc_path: &std::path::Path,
+    name: &str,
+) -> Option<CompiledPipeline> {
+    let (derivation, description, proc_sha) = read_cache_entry(text)?;
     let derivation = lowered_from_text(derivation, name)?;
     let (module, proc) = match jit.load_described(description) {
         Ok(m) => (m, OnceLock::new()),
         Err(_) => {
-            let proc = lowered_from_text(proc_text, name)?;
+            let proc = read_proc_file(proc_path, proc_sha, name)?;
             (
                 jit.compile(std::slice::from_ref(&proc)).ok()?,
                 OnceLock::from(proc),
@@ -837,7 +862,7 @@ fn compile_cached(jit: &weft_jit::Jit, text: &str, name: &str) -> Option<Compile
         module,
         cached: true,
         proc,
-        text: proc_text.to_string(),
+        proc_file: Some((proc_path.to_path_buf(), proc_sha.to_string())),
     })
 }
 

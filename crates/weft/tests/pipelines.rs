@@ -282,6 +282,7 @@ fn compiled_pipelines_are_cached() {
                 .unwrap()
                 .to_string_lossy()
                 .starts_with("pipe-")
+                && p.extension().is_some_and(|x| x == "weft")
         })
         .collect();
     assert_eq!(entries.len(), 2, "{entries:?}");
@@ -292,6 +293,49 @@ fn compiled_pipelines_are_cached() {
     let third = weft::pipeline::compile(&jit, &p, &s).unwrap();
     assert!(!third.cached);
     assert_eq!(run(&third.module), run(&first.module));
+}
+
+/// A hit reads the proc's own file only when asked for, checked against the hash its entry
+/// holds: a damaged proc file is an error of `proc()`, and when the shared object is gone too,
+/// the entry is a miss and everything is rebuilt.
+#[test]
+fn cached_procs_are_read_when_asked_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let jit = weft::jit::Jit::with_cache_dir(dir.path()).unwrap();
+    let p = weft::pipe::parse::parse_pipeline(
+        0,
+        "pipeline plus(input: i32[1]) -> out { out(x): i32 = input(x) + 7; }",
+        0,
+    )
+    .unwrap();
+    let s = weft::pipe::schedule::Schedule::new(&p);
+    let first = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    let file = |ext: &str| {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|q| q.extension().is_some_and(|x| x == ext))
+            .unwrap()
+    };
+    let proc_file = file("proc");
+    let hit = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(hit.cached);
+    assert!(weft::ir::alpha::alpha_eq_proc(
+        &hit.proc().unwrap(),
+        &first.proc().unwrap()
+    ));
+    let text = std::fs::read_to_string(&proc_file).unwrap();
+    std::fs::write(&proc_file, format!("{text}\n")).unwrap();
+    let damaged = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(damaged.cached);
+    assert!(damaged.proc().is_err());
+    std::fs::remove_file(first.module.path()).unwrap();
+    let rebuilt = weft::pipeline::compile(&jit, &p, &s).unwrap();
+    assert!(!rebuilt.cached);
+    assert!(weft::ir::alpha::alpha_eq_proc(
+        &rebuilt.proc().unwrap(),
+        &first.proc().unwrap()
+    ));
 }
 
 /// Threads of one process compiling one pipeline at once all succeed (each writes the cache

@@ -405,22 +405,19 @@ impl Lower<'_> {
         if computed_inside {
             return None;
         }
-        let made = st.vars.iter().any(|u| match u.how {
-            How::Split { outer, inner, .. } => outer == v || inner == v,
-            How::Fused { fused, .. } => fused == v,
-            How::Leaf => false,
-        });
         if depth + 1 == st.loops.len() {
+            let made = st.vars.iter().any(|u| match u.how {
+                How::Split { outer, inner, .. } => outer == v || inner == v,
+                How::Fused { fused, .. } => fused == v,
+                How::Leaf => false,
+            });
             return (!made).then(Vec::new);
         }
-        // A loop no split made, around loops of constant ranges (a reduction domain's, an
-        // unrolled dimension's), is cut like an innermost one: `h(in(8 x + r.x, ..)) += ..`
-        // reads without the edge clamps for every `x` whose whole window lies inside.
         let outer_of_split = st
             .vars
             .iter()
             .any(|u| matches!(u.how, How::Split { outer, .. } if outer == v));
-        if made && (!outer_of_split || self.is_read(f)) {
+        if !outer_of_split || self.is_read(f) {
             return None;
         }
         st.loops[depth + 1..]

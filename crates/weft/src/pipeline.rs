@@ -112,8 +112,33 @@ pub fn lower_checked(
 ) -> Result<Lowered, Vec<Diagnostic>> {
     let lowered = lower_unchecked(pipeline, schedule, span)?;
     let cache = weft_jit::Jit::new().ok();
-    check_lowered_once(&lowered, span, cache.as_ref().map(|j| j.cache_dir()))?;
-    Ok(lowered)
+    let dir = cache.as_ref().map(|j| j.cache_dir());
+    match check_lowered_once(&lowered, span, dir) {
+        Ok(()) => Ok(lowered),
+        Err(d) => {
+            let plain = lower_fallback(pipeline, schedule, span, &lowered).ok_or(d)??;
+            check_lowered_once(&plain, span, dir)?;
+            Ok(plain)
+        }
+    }
+}
+
+/// Where the checker does not accept a lowered proc: the pipeline lowered without partitioning
+/// loops that no split made around loops of constant ranges
+/// ([`weft_pipe::lower::lower_unpartitioned`]), which the checker cannot always combine for a
+/// reader of the func; `None` when that is the same proc (the verdict stands).
+fn lower_fallback(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    span: Span,
+    rejected: &Lowered,
+) -> Option<Result<Lowered, Vec<Diagnostic>>> {
+    let dram = weft_syntax::std_memory("DRAM")?;
+    let plain = match weft_pipe::lower::lower_unpartitioned(pipeline, schedule, &dram) {
+        Ok(l) => l,
+        Err(_) => return lower_unchecked(pipeline, schedule, span).err().map(Err),
+    };
+    (plain.proc.to_string() != rejected.proc.to_string()).then_some(Ok(plain))
 }
 
 /// [`check_lowered`], its verdict remembered: an empty file `checked-<key>` in the JIT cache
@@ -787,10 +812,22 @@ pub fn compile(
         let checked = check_lowered_once(&lowered, Span::DUMMY, Some(jit.cache_dir()));
         (checked, build.join())
     });
-    checked?;
-    let module = module
-        .map_err(|_| io(&"the C compiler's thread panicked"))?
-        .map_err(|e| io(&e))?;
+    let (lowered, module) = match checked {
+        Ok(()) => (
+            lowered,
+            module
+                .map_err(|_| io(&"the C compiler's thread panicked"))?
+                .map_err(|e| io(&e))?,
+        ),
+        Err(d) => {
+            let plain = lower_fallback(pipeline, schedule, Span::DUMMY, &lowered).ok_or(d)??;
+            check_lowered_once(&plain, Span::DUMMY, Some(jit.cache_dir()))?;
+            let module = jit
+                .compile(std::slice::from_ref(&plain.proc))
+                .map_err(|e| io(&e))?;
+            (plain, module)
+        }
+    };
     // Whole or not at all: each file written aside, then renamed into place; the proc first,
     // so that an entry found has its proc.
     let proc_text = format!("{}\n", lowered.proc);

@@ -405,19 +405,26 @@ impl Lower<'_> {
         if computed_inside {
             return None;
         }
+        let made = st.vars.iter().any(|u| match u.how {
+            How::Split { outer, inner, .. } => outer == v || inner == v,
+            How::Fused { fused, .. } => fused == v,
+            How::Leaf => false,
+        });
         if depth + 1 == st.loops.len() {
-            let made = st.vars.iter().any(|u| match u.how {
-                How::Split { outer, inner, .. } => outer == v || inner == v,
-                How::Fused { fused, .. } => fused == v,
-                How::Leaf => false,
-            });
             return (!made).then(Vec::new);
         }
+        // A loop no split made, of a range that is not constant, around loops of constant
+        // ranges (a reduction domain's, an unrolled dimension's) is cut like an innermost one
+        // (`h(in(8 x + r.x, ..)) += ..` reads without the edge clamps for every `x` whose
+        // window lies inside); the loops inside, constant, are not cut again, so a nest is
+        // cut at one level. The checker may not combine the pieces for a consumer or an
+        // update of the func (`weft::pipeline` then lowers without it: `partition_unsplit`).
         let outer_of_split = st
             .vars
             .iter()
             .any(|u| matches!(u.how, How::Split { outer, .. } if outer == v));
-        if !outer_of_split || self.is_read(f) {
+        let unsplit = !made && self.partition_unsplit && st.vars[v].ext.as_const().is_none();
+        if !unsplit && (!outer_of_split || self.is_read(f)) {
             return None;
         }
         st.loops[depth + 1..]

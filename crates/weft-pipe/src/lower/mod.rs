@@ -211,6 +211,23 @@ pub enum Engine {
 
 /// [`lower`] with a chosen bounds inference engine.
 pub fn lower_with(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>, engine: Engine) -> Res<Lowered> {
+    lower_options(p, s, mem, engine, true)
+}
+
+/// [`lower`] without partitioning loops that no split made around loops of constant ranges
+/// (see the `partition` module): what to fall back to where the checker does not accept the
+/// proc partitioned so (it may not combine the three loops' writes for a reader of the func).
+pub fn lower_unpartitioned(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>) -> Res<Lowered> {
+    lower_options(p, s, mem, Engine::Tight, false)
+}
+
+fn lower_options(
+    p: &Pipeline,
+    s: &Schedule,
+    mem: &Arc<Memory>,
+    engine: Engine,
+    partition_unsplit: bool,
+) -> Res<Lowered> {
     if let Err(d) = crate::validate::validate(p) {
         return Err(fail(
             "pipeline",
@@ -223,6 +240,7 @@ pub fn lower_with(p: &Pipeline, s: &Schedule, mem: &Arc<Memory>, engine: Engine)
     let versions = versions(p, s)?;
     let mut l = Lower::new(p, &versions[0].1, mem);
     l.engine = engine;
+    l.partition_unsplit = partition_unsplit;
     l.arguments();
     let mut parts = Vec::new();
     for (choice, schedule) in &versions {
@@ -302,6 +320,8 @@ struct Lower<'a> {
     /// output's window, by a precondition): the shifted tile stays inside their range.
     fits: HashSet<VarId>,
     engine: Engine,
+    /// Whether loops no split made are partitioned around loops of constant ranges.
+    partition_unsplit: bool,
     /// What is read of each input (filled by bounds inference).
     input_regions: Vec<Vec<(Lin, Lin)>>,
     /// Expression nodes inlining has made, and the func whose inlining passed the limit.
@@ -334,6 +354,7 @@ impl<'a> Lower<'a> {
             resolved_guards: Default::default(),
             fits: HashSet::new(),
             engine: Engine::Tight,
+            partition_unsplit: true,
             input_regions: Vec::new(),
             named: Vec::new(),
             sizes: HashSet::new(),

@@ -1,9 +1,12 @@
 //! Loop partitioning (Halide's `partition_loops`): an innermost serial loop whose coordinates
 //! clamp its variable (`repeat_edge`'s `min(max(x, lo), hi)`, a `clamp` in the algorithm) runs
-//! as three loops: before the clamps let go, the steady state, and after. The outer loop of a
-//! split whose inner loops have constant ranges (a vectorized or unrolled tile) is partitioned
-//! the same way, where every lane of the tile is past the clamps and a `ShiftInwards` tile is
-//! not shifted. In the steady state
+//! as three loops: before the clamps let go, the steady state, and after. A loop whose inner
+//! loops all have constant ranges is partitioned the same way, where every value of them is
+//! past the clamps: the outer loop of a split (a vectorized or unrolled tile, where a
+//! `ShiftInwards` tile is not shifted), and a loop no split made whose own range is not
+//! constant (around a reduction domain's loops, as in a histogram's `h(in(8 x + r.x, ..)) +=
+//! ..`; not the constant loops inside, so a nest is cut once; `weft::pipeline` lowers without
+//! it where the checker cannot combine the pieces). In the steady state
 //! every such `min`/`max` takes its side that moves with the variable, so the C compiler sees
 //! contiguous accesses (vector loads instead of gathers). The steady range comes from the
 //! `min`/`max` themselves, so each resolved one holds there by construction; the proc checker

@@ -116,7 +116,7 @@ pub fn lower_checked(
     match check_lowered_once(&lowered, span, dir) {
         Ok(()) => Ok(lowered),
         Err(d) => {
-            let plain = lower_fallback(pipeline, schedule, span, &lowered).ok_or(d)??;
+            let plain = lower_fallback(pipeline, schedule, &lowered).ok_or(d)?;
             check_lowered_once(&plain, span, dir)?;
             Ok(plain)
         }
@@ -127,25 +127,16 @@ pub fn lower_checked(
 /// loops that no split made around loops of constant ranges
 /// ([`weft_pipe::lower::lower_unpartitioned`]), which the checker cannot always combine for a
 /// reader of the func; `None` when that is the same proc (the verdict stands).
-fn lower_fallback(
-    pipeline: &Pipeline,
-    schedule: &Schedule,
-    span: Span,
-    rejected: &Lowered,
-) -> Option<Result<Lowered, Vec<Diagnostic>>> {
+fn lower_fallback(pipeline: &Pipeline, schedule: &Schedule, rejected: &Lowered) -> Option<Lowered> {
     let dram = weft_syntax::std_memory("DRAM")?;
-    let plain = match weft_pipe::lower::lower_unpartitioned(pipeline, schedule, &dram) {
-        Ok(l) => l,
-        Err(_) => return lower_unchecked(pipeline, schedule, span).err().map(Err),
-    };
-    (plain.proc.to_string() != rejected.proc.to_string()).then_some(Ok(plain))
+    let plain = weft_pipe::lower::lower_unpartitioned(pipeline, schedule, &dram).ok()?;
+    (plain.proc.to_string() != rejected.proc.to_string()).then_some(plain)
 }
 
 /// [`check_lowered`], its verdict remembered: an empty file `checked-<key>` in the JIT cache
 /// directory `cache` (none: nothing remembered) for each lowered proc this build of weft
-/// accepted, the key
-/// the hash of weft's sources (see build.rs) and of the proc's text (which reads back to the
-/// same proc). A lowered proc calls nothing, so its text is all the checker reads of it, and
+/// accepted, the key the hash of weft's sources (see build.rs) and of the proc's text (which
+/// reads back to the same proc). A lowered proc calls nothing, so its text is all the checker reads of it, and
 /// the checker of one build gives one verdict: a proc accepted before is accepted again
 /// without the solver (interpolate's proofs take 15 s). Rejections are not remembered.
 fn check_lowered_once(
@@ -820,7 +811,7 @@ pub fn compile(
                 .map_err(|e| io(&e))?,
         ),
         Err(d) => {
-            let plain = lower_fallback(pipeline, schedule, Span::DUMMY, &lowered).ok_or(d)??;
+            let plain = lower_fallback(pipeline, schedule, &lowered).ok_or(d)?;
             check_lowered_once(&plain, Span::DUMMY, Some(jit.cache_dir()))?;
             let module = jit
                 .compile(std::slice::from_ref(&plain.proc))

@@ -614,6 +614,7 @@ impl<'u> ProcCx<'u> {
             })
         };
         let mut decls = Vec::new();
+        let mut bases: HashMap<String, String> = HashMap::new();
         for (buf, idx, span) in accesses(body) {
             let key = idx.as_ptr() as usize;
             // An index computed from data is not invariant: the loop may write what it reads
@@ -673,10 +674,19 @@ impl<'u> ProcCx<'u> {
             if text.is_empty() {
                 text = "0".to_string();
             }
-            let base = self.tmp("base");
-            decls.push(format!(
-                "const int64_t {base} = {lo} < {hi} ? ({text}) : 0;"
-            ));
+            // Accesses at one offset (of one buffer or of several) share one base: GCC does
+            // not always see that two bases are equal, and then loads one value twice.
+            let base = match bases.get(&text) {
+                Some(b) => b.clone(),
+                None => {
+                    let base = self.tmp("base");
+                    decls.push(format!(
+                        "const int64_t {base} = {lo} < {hi} ? ({text}) : 0;"
+                    ));
+                    bases.insert(text, base.clone());
+                    base
+                }
+            };
             let offset = if lo == "0" {
                 format!("{base} + {var}")
             } else {

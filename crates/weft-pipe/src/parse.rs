@@ -94,6 +94,7 @@ fn math(s: &str) -> Option<MathFn> {
         "ceil" => MathFn::Ceil,
         "round" => MathFn::Round,
         "pow" => MathFn::Pow,
+        "fma" => MathFn::Fma,
         _ => return None,
     })
 }
@@ -962,7 +963,7 @@ impl Parser {
             _ => {
                 if let Some(m) = math(s) {
                     let a = self.args()?;
-                    arity(self, &a, if m == MathFn::Pow { 2 } else { 1 })?;
+                    arity(self, &a, m.arity())?;
                     return Ok(PExpr::Math(m, a));
                 }
                 let (base, sat) = match s.strip_suffix("_sat") {

@@ -739,3 +739,42 @@ schedule never = m {
         assert_eq!(n, window.iter().map(|w| w.1 as usize).product::<usize>());
     }
 }
+
+/// `fma(a, b, c)` rounds once: compiled (scalar and vectorized) it equals the interpreter bit
+/// for bit, and `fma(a, a, -(a * a))` is the rounding error of `a * a`, not zero (a compiler
+/// that computed `a * b + c` instead would give zeros).
+#[test]
+fn fma_rounds_once_in_compiled_pipelines() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.weft");
+    std::fs::write(
+        &path,
+        "pipeline residual(input: f32[1]) -> out {
+            a(x): f32 = input(x) * 0.1 + 0.3;
+            out(x): f32 = fma(a(x), a(x), -(a(x) * a(x)));
+        }
+        schedule residual_vec = residual { out.vectorize(x, 8); }",
+    )
+    .unwrap();
+    let program = weft::load(&path).unwrap();
+    let jit = weft::jit::Jit::with_cache_dir(cache_dir()).unwrap();
+    for name in ["residual", "residual_vec"] {
+        let lp = weft::pipeline::lower(&program, name).unwrap();
+        let data: Vec<f32> = (0..37).map(|k| (k * 7919 % 1000) as f32).collect();
+        let input = weft::pipeline::InputData {
+            region: vec![(0, 37)],
+            data: weft::hostbuf::HostData::F32(data),
+        };
+        let r = weft::pipeline::realize(&lp, &jit, &[(0, 37)], &[], vec![Some(input)], 1).unwrap();
+        assert_eq!(
+            weft::pipeline::check_against_reference(&lp, &[], &r).unwrap(),
+            37,
+            "{name}"
+        );
+        let out = &r.outputs[0].1;
+        let nonzero = (0..37)
+            .filter(|&k| out.scalar(k) != weft::interp::Scalar::F32(0.0))
+            .count();
+        assert!(nonzero > 10, "{name}: {nonzero} residuals are not zero");
+    }
+}

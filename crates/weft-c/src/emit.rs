@@ -322,6 +322,9 @@ pub struct ProcCx<'u> {
     /// Inside the version of a short vector loop whose gathered buffers all have fewer than
     /// 2^31 elements: the offsets of its gathers are computed in 32 bits (see [`crate::narrow`]).
     pub(crate) narrow: Option<crate::narrow::Narrowing>,
+    /// Inside the body of a short vector loop: the locals holding its repeated reads, by the
+    /// C text of the element read (see [`ProcCx::load_repeated_reads`]).
+    read_locals: HashMap<String, String>,
 }
 
 impl<'u> ProcCx<'u> {
@@ -338,6 +341,7 @@ impl<'u> ProcCx<'u> {
             par_exits: Vec::new(),
             hoisted: HashMap::new(),
             narrow: None,
+            read_locals: HashMap::new(),
         }
     }
 
@@ -651,26 +655,60 @@ impl<'u> ProcCx<'u> {
             let at: Vec<usize> = (0..terms.len())
                 .filter(|&k| mentions(&terms[k].1))
                 .collect();
-            if !ok || at.len() != 1 || terms[at[0]] != (false, var.to_string()) {
+            let [at] = at[..] else {
                 continue;
-            }
+            };
+            // The variable's term: `var` or `(step * var)` (an unrolled split's stride).
+            let step = match &terms[at] {
+                (false, t) if t == var => Some(1),
+                (false, t) => t
+                    .strip_prefix('(')
+                    .and_then(|t| t.strip_suffix(&format!(" * {var})")))
+                    .and_then(|k| k.parse::<i64>().ok())
+                    .filter(|&k| k > 0),
+                _ => None,
+            };
+            let Some(step) = step.filter(|_| ok) else {
+                continue;
+            };
+            // Constant terms stay out of the base, so that accesses a constant apart (the
+            // lanes of an unrolled split, `2 v` and `2 v + 1`) share one base and GCC sees
+            // them as one interleaved group.
+            let mut constant = Some(0i64);
             let mut text = if acc == "0" {
                 String::new()
             } else {
                 mul_c(&acc, &shape[init.len()])
             };
             for (k, (negative, t)) in terms.iter().enumerate() {
-                let t = if k == at[0] { lo } else { t.as_str() };
+                if let Ok(c) = t.parse::<i64>() {
+                    constant = constant.and_then(|s| {
+                        if *negative {
+                            s.checked_sub(c)
+                        } else {
+                            s.checked_add(c)
+                        }
+                    });
+                    continue;
+                }
+                let t = if k == at {
+                    mul_c(&step.to_string(), lo)
+                } else {
+                    t.clone()
+                };
                 if t == "0" {
                     continue;
                 }
                 text = match (text.is_empty(), negative) {
-                    (true, false) => t.to_string(),
+                    (true, false) => t,
                     (true, true) => format!("-{t}"),
                     (false, false) => format!("{text} + {t}"),
                     (false, true) => format!("{text} - {t}"),
                 };
             }
+            let Some(constant) = constant else {
+                continue;
+            };
             if text.is_empty() {
                 text = "0".to_string();
             }
@@ -687,10 +725,15 @@ impl<'u> ProcCx<'u> {
                     base
                 }
             };
-            let offset = if lo == "0" {
-                format!("{base} + {var}")
+            let moved = if lo == "0" {
+                mul_c(&step.to_string(), var)
             } else {
-                format!("{base} + ({var} - {lo})")
+                mul_c(&step.to_string(), &format!("({var} - {lo})"))
+            };
+            let offset = match constant {
+                0 => format!("{base} + {moved}"),
+                c if c < 0 => format!("{base} + {moved} - {}", c.unsigned_abs()),
+                c => format!("{base} + {moved} + {c}"),
             };
             self.hoisted.insert(key, offset);
         }
@@ -717,9 +760,69 @@ impl<'u> ProcCx<'u> {
             "for (int64_t {v} = {lo}; {v} < {bound}; {v}++) {{"
         ));
         self.indent += 1;
-        self.block(body)?;
+        self.load_repeated_reads(body)?;
+        let emitted = self.block(body);
+        self.read_locals.clear();
+        emitted?;
         self.indent -= 1;
         self.line("}");
+        Ok(())
+    }
+
+    /// In the body of a short vector loop of several plain stores: each read that occurs more
+    /// than once, of a buffer the body does not write, loaded once into a local before the
+    /// stores. GCC does not merge such loads across the stores (as far as it knows a store may
+    /// change what they read), and an interleaved group with repeated members halves the
+    /// width it vectorizes at (interpolate's normalize, an unrolled split by 2 of three
+    /// channels: 4 lanes, 8 with the loads merged). Sound: every read of a statement's value
+    /// happens whatever its data (`select` evaluates both sides), only stores come between
+    /// them, and no store of the body is to the buffer (same C base) a local was read from.
+    fn load_repeated_reads(&mut self, body: &[Stmt]) -> Result<(), Diagnostic> {
+        let values: Option<Vec<&Expr>> = body
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Assign { rhs, .. } | StmtKind::Reduce { rhs, .. } => Some(rhs),
+                _ => None,
+            })
+            .collect();
+        let Some(values) = values.filter(|v| v.len() >= 2) else {
+            return Ok(());
+        };
+        let mut written = Vec::new();
+        for s in body {
+            if let StmtKind::Assign { buf, .. } | StmtKind::Reduce { buf, .. } = &s.kind {
+                written.push(self.view(buf, s.span)?.base);
+            }
+        }
+        let mut reads: Vec<(String, DType)> = Vec::new();
+        let mut count: HashMap<String, usize> = HashMap::new();
+        for value in values {
+            let mut found = Vec::new();
+            weft_ir::visit::walk_expr(value, &mut |x| {
+                if let ExprKind::Read { buf, idx } = &x.kind {
+                    if !idx.is_empty() && !idx.iter().any(reads_data) {
+                        found.push((buf.clone(), idx.as_slice(), x.span));
+                    }
+                }
+            });
+            for (buf, idx, span) in found {
+                let v = self.view(&buf, span)?;
+                if written.contains(&v.base) || !v.mem.addressable {
+                    continue;
+                }
+                let text = self.element(&buf, idx, span)?;
+                let n = count.entry(text.clone()).or_default();
+                *n += 1;
+                if *n == 2 {
+                    reads.push((text, v.elem));
+                }
+            }
+        }
+        for (text, elem) in reads {
+            let local = self.tmp("read");
+            self.line(&format!("const {} {local} = {text};", c_type(elem)));
+            self.read_locals.insert(text, local);
+        }
         Ok(())
     }
 
@@ -831,7 +934,10 @@ impl<'u> ProcCx<'u> {
                     format!("'{}' is not a control value in scope", s.name()),
                 )),
             },
-            ExprKind::Read { buf, idx } => self.element(buf, idx, e.span),
+            ExprKind::Read { buf, idx } => {
+                let text = self.element(buf, idx, e.span)?;
+                Ok(self.read_locals.get(&text).cloned().unwrap_or(text))
+            }
             ExprKind::Unary(UnOp::Not, a) => Ok(format!("(!{})", self.expr(a)?)),
             ExprKind::Unary(UnOp::Neg, a) => {
                 let s = self.expr(a)?;

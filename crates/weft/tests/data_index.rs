@@ -286,3 +286,29 @@ fn an_offset_indexed_by_data_the_loop_writes_is_not_hoisted() {
         &[("n", 4)],
     );
 }
+
+/// A short vector loop of several stores loads each repeated read once, before the stores
+/// (`weft-c`'s `load_repeated_reads`): reads of a buffer the loop writes must stay where they
+/// are (`a` here: the reads of `c`'s stores see the new values).
+#[test]
+fn repeated_reads_of_vector_loops_are_loaded_once_and_writes_are_seen() {
+    let body =
+        "proc rl(b: f32[16] @ DRAM, a: f32[16] @ DRAM, c: f32[16] @ DRAM, d: f32[8] @ DRAM) {
+        for i in 0..8 {
+            a[2 * i] = b[2 * i] + d[i];
+            a[2 * i + 1] = b[2 * i + 1] * d[i];
+            c[2 * i] = a[2 * i] * d[i] + a[2 * i + 1];
+            c[2 * i + 1] = a[2 * i + 1] - b[2 * i];
+        }
+    }";
+    agrees("rl", body, &[]);
+    let program = load(body).unwrap();
+    let c = weft_c::emit(&program.module.procs).unwrap().source;
+    let locals: Vec<&str> = c
+        .lines()
+        .filter(|l| l.contains("const float t_read_"))
+        .collect();
+    // d[i] (three times) and b[2 i] (twice); never a read of `a`.
+    assert_eq!(locals.len(), 2, "{c}");
+    assert!(locals.iter().all(|l| !l.contains("v_a_")), "{c}");
+}

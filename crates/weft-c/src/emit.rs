@@ -1585,7 +1585,7 @@ impl<'u> ProcCx<'u> {
 }
 
 /// Whether an expression reads a buffer.
-fn reads_data(e: &Expr) -> bool {
+pub(crate) fn reads_data(e: &Expr) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| found |= matches!(x.kind, ExprKind::Read { .. }));
     found

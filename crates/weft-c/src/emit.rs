@@ -619,6 +619,10 @@ impl<'u> ProcCx<'u> {
         };
         let mut decls = Vec::new();
         let mut bases: HashMap<String, String> = HashMap::new();
+        // Bases of unconditional accesses by their terms without literals, with the literals'
+        // sum.
+        let mut shared_bases: HashMap<String, (String, i64)> = HashMap::new();
+        let unconditional = unconditional_accesses(body);
         for (buf, idx, span) in accesses(body) {
             let key = idx.as_ptr() as usize;
             // An index computed from data is not invariant: the loop may write what it reads
@@ -658,10 +662,11 @@ impl<'u> ProcCx<'u> {
             let [at] = at[..] else {
                 continue;
             };
-            // The variable's term: `var` or `(step * var)` (an unrolled split's stride).
+            // The variable's term: `var` or `(step * var)` (an unrolled split's stride, hoisted
+            // only for accesses every iteration makes: see below).
             let step = match &terms[at] {
                 (false, t) if t == var => Some(1),
-                (false, t) => t
+                (false, t) if unconditional.contains(&key) => t
                     .strip_prefix('(')
                     .and_then(|t| t.strip_suffix(&format!(" * {var})")))
                     .and_then(|k| k.parse::<i64>().ok())
@@ -671,58 +676,76 @@ impl<'u> ProcCx<'u> {
             let Some(step) = step.filter(|_| ok) else {
                 continue;
             };
-            // Constant terms stay out of the base, so that accesses a constant apart (the
-            // lanes of an unrolled split, `2 v` and `2 v + 1`) share one base and GCC sees
-            // them as one interleaved group.
-            let mut constant = Some(0i64);
+            // The base: the offset at `v = lo`, its terms in their order (each partial sum is
+            // one the checker proved fits, where the access is made at `v = lo`), the
+            // variable's term in 64 bits (`lo` may be a literal).
+            let at_lo = match (step, lo) {
+                (_, "0") => "0".to_string(),
+                (1, _) => lo.to_string(),
+                _ => format!("(INT64_C({step}) * {lo})"),
+            };
             let mut text = if acc == "0" {
                 String::new()
             } else {
                 mul_c(&acc, &shape[init.len()])
             };
+            // The same terms without their literals, and the literals' sum: accesses that
+            // differ only in a literal (the lanes of an unrolled split, `2 v` and `2 v + 1`)
+            // share a base, so that GCC sees them as one interleaved group.
+            let mut shape_key = text.clone();
+            let mut constant = Some(0i64);
             for (k, (negative, t)) in terms.iter().enumerate() {
-                if let Ok(c) = t.parse::<i64>() {
-                    constant = constant.and_then(|s| {
-                        if *negative {
-                            s.checked_sub(c)
-                        } else {
-                            s.checked_add(c)
-                        }
-                    });
-                    continue;
-                }
-                let t = if k == at {
-                    mul_c(&step.to_string(), lo)
-                } else {
-                    t.clone()
-                };
+                let t = if k == at { at_lo.clone() } else { t.clone() };
                 if t == "0" {
                     continue;
                 }
-                text = match (text.is_empty(), negative) {
-                    (true, false) => t,
+                let join = |text: &str, t: &str| match (text.is_empty(), negative) {
+                    (true, false) => t.to_string(),
                     (true, true) => format!("-{t}"),
                     (false, false) => format!("{text} + {t}"),
                     (false, true) => format!("{text} - {t}"),
                 };
+                text = join(&text, &t);
+                match t.parse::<i64>() {
+                    Ok(c) if k != at => {
+                        constant = constant.and_then(|s| {
+                            if *negative {
+                                s.checked_sub(c)
+                            } else {
+                                s.checked_add(c)
+                            }
+                        })
+                    }
+                    _ => shape_key = join(&shape_key, &t),
+                }
             }
-            let Some(constant) = constant else {
-                continue;
-            };
             if text.is_empty() {
                 text = "0".to_string();
             }
             // Accesses at one offset (of one buffer or of several) share one base: GCC does
-            // not always see that two bases are equal, and then loads one value twice.
-            let base = match bases.get(&text) {
-                Some(b) => b.clone(),
-                None => {
+            // not always see that two bases are equal, and then loads one value twice. One a
+            // literal `d` apart from an unconditional access's base is written `base + ... + d`:
+            // both offsets are indices of accesses every iteration makes, so that sum, like
+            // theirs, fits.
+            let shared = match (unconditional.contains(&key), constant) {
+                (true, Some(c)) => shared_bases
+                    .get(&shape_key)
+                    .map(|(b, c0)| (b.clone(), c - c0)),
+                _ => None,
+            };
+            let (base, delta) = match (bases.get(&text), shared) {
+                (Some(b), _) => (b.clone(), 0),
+                (None, Some((b, d))) => (b, d),
+                (None, None) => {
                     let base = self.tmp("base");
                     decls.push(format!(
                         "const int64_t {base} = {lo} < {hi} ? ({text}) : 0;"
                     ));
                     bases.insert(text, base.clone());
-                    base
+                    if let (true, Some(c)) = (unconditional.contains(&key), constant) {
+                        shared_bases.insert(shape_key, (base.clone(), c));
+                    }
+                    (base, 0)
                 }
             };
             let moved = if lo == "0" {
@@ -730,10 +753,10 @@ impl<'u> ProcCx<'u> {
             } else {
                 mul_c(&step.to_string(), &format!("({var} - {lo})"))
             };
-            let offset = match constant {
+            let offset = match delta {
                 0 => format!("{base} + {moved}"),
-                c if c < 0 => format!("{base} + {moved} - {}", c.unsigned_abs()),
-                c => format!("{base} + {moved} + {c}"),
+                d if d < 0 => format!("{base} + {moved} - {}", d.unsigned_abs()),
+                d => format!("{base} + {moved} + {d}"),
             };
             self.hoisted.insert(key, offset);
         }
@@ -1589,6 +1612,25 @@ pub(crate) fn reads_data(e: &Expr) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| found |= matches!(x.kind, ExprKind::Read { .. }));
     found
+}
+
+/// The accesses (keyed by the address of their index list) that every run of the block makes:
+/// the stores and reads of its statements outside any `if` (a `select` evaluates both sides).
+fn unconditional_accesses(body: &[Stmt]) -> std::collections::HashSet<usize> {
+    let mut keys = std::collections::HashSet::new();
+    for s in body {
+        if let StmtKind::Assign { idx, rhs, .. } | StmtKind::Reduce { idx, rhs, .. } = &s.kind {
+            keys.insert(idx.as_ptr() as usize);
+            for e in idx.iter().chain([rhs]) {
+                weft_ir::visit::walk_expr(e, &mut |x| {
+                    if let ExprKind::Read { idx, .. } = &x.kind {
+                        keys.insert(idx.as_ptr() as usize);
+                    }
+                });
+            }
+        }
+    }
+    keys
 }
 
 /// The buffer accesses of a block of plain stores (under `if`s): each store's and each read's

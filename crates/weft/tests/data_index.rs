@@ -312,3 +312,34 @@ fn repeated_reads_of_vector_loops_are_loaded_once_and_writes_are_seen() {
     assert_eq!(locals.len(), 2, "{c}");
     assert!(locals.iter().all(|l| !l.contains("v_a_")), "{c}");
 }
+
+/// Found by review of the hoisted offsets of strided accesses (`weft-c`'s `hoist_offsets`): a
+/// base at a negative literal start was multiplied in C's `int` (it overflowed: a segfault),
+/// and moving the literals of an offset out of its base reordered its sum, which then
+/// overflowed 64 bits (writes before the buffer). Bases now keep the terms in their order, the
+/// variable's term in 64 bits.
+#[test]
+fn hoisted_strided_offsets_keep_their_arithmetic_in_range() {
+    agrees(
+        "neg",
+        "proc neg(c: f32[1] @ DRAM) { for i in -32769..-32768 { c[65536 * i + 2147549184] = 1.0; } }",
+        &[],
+    );
+    agrees(
+        "neg8",
+        "proc neg8(b: f32[8] @ DRAM, c: f32[16] @ DRAM) {
+            for i in -1073741825..-1073741817 { c[2 * i + 2147483650] = b[i + 1073741825]; }
+        }",
+        &[],
+    );
+    agrees(
+        "ov",
+        "proc ov(n: index, b: f32[8] @ DRAM, c: f32[16] @ DRAM) {
+            assert n == 1;
+            for i in 0..8 {
+                c[i + 4611686018427387905 * n - 10 + 4611686018427387905 * n - 4611686018427387904 - 4611686018427387904 + 8] = b[i];
+            }
+        }",
+        &[("n", 1)],
+    );
+}

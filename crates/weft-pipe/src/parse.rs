@@ -1144,8 +1144,10 @@ impl Parser {
                         .map(|a| {
                             let n = self.natural(&a);
                             let x = self.typed(a, Some(t))?;
+                            // Integers become floats, as in Halide; floats of another
+                            // width are left for validation to reject.
                             Ok(match n {
-                                Some(nt) if nt != t => Expr::cast(t, x),
+                                Some(nt) if nt != t && !nt.is_float() => Expr::cast(t, x),
                                 _ => x,
                             })
                         })

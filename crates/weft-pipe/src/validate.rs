@@ -403,7 +403,7 @@ impl Validator<'_> {
                 Some(*to)
             }
             Expr::Math(m, args) => {
-                let mut first = None;
+                let (mut first, mut mixed) = (None, false);
                 for a in args {
                     let t = self.ty(a, ctx)?;
                     if !t.is_float() {
@@ -412,7 +412,20 @@ impl Validator<'_> {
                             format!("`{fname}` applies `{}` to a {t}", m.name()),
                         );
                     }
-                    first.get_or_insert(t);
+                    match first {
+                        Some(f) if f != t && !mixed => {
+                            mixed = true;
+                            self.err(
+                                "types",
+                                format!(
+                                    "`{fname}` applies `{}` to a {f} and a {t} (cast one of them)",
+                                    m.name()
+                                ),
+                            )
+                        }
+                        Some(_) => {}
+                        None => first = Some(t),
+                    }
                 }
                 if args.len() != m.arity() {
                     self.err(

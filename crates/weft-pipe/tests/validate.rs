@@ -253,3 +253,23 @@ fn violations_in_text_name_their_statement() {
     assert_eq!(ds[1].rule, "startup-expression");
     assert_eq!(at(&ds[1]), "g(r, y) += f(r, y) for r in 0..x;");
 }
+
+/// Math functions take floats of one type: integers are converted to `f32` (as in Halide), a
+/// mix of `f32` and `f64` is rejected (found by review: `fma(f32, f64, f64)` narrowed the f64s).
+#[test]
+fn math_functions_take_floats_of_one_type() {
+    let src = "pipeline p(a: f32[1], b: f64[1], c: u8[1]) -> (m, i) {
+    m(x): f32 = fma(a(x), b(x), b(x));
+    i(x): f32 = fma(c(x), 2, 0.5) + sqrt(c(x));
+}
+";
+    let p = weft_pipe::parse::parse_pipeline(0, src, 0).expect("parses");
+    let ds = validate(&p).expect_err("accepted");
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].rule, "types");
+    assert!(
+        ds[0].message.contains("applies `fma` to a f32 and a f64"),
+        "{}",
+        ds[0].message
+    );
+}

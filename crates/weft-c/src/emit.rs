@@ -582,12 +582,14 @@ impl<'u> ProcCx<'u> {
 
     /// Hoist the loop-invariant part of the offsets of an innermost loop's accesses: before
     /// `for (v = lo; v < hi; v++)` whose body only assigns (under `if`s), each access of a dense
-    /// buffer whose last index is `v + rest` (and whose other indices do not mention `v`) gets
-    /// `const int64_t t = lo < hi ? offset(v = lo) : 0;` and is written `t + (v - lo)`. The C
-    /// compiler then sees unit-stride accesses from an invariant base, which it vectorizes; with
+    /// buffer whose last index is `v + rest`, or `k v + rest` (a literal `k > 0`) where every
+    /// iteration makes the access (and whose other indices do not mention `v`) gets
+    /// `const int64_t t = lo < hi ? offset(v = lo) : 0;` and is written `t + k (v - lo)`. The C
+    /// compiler then sees strided accesses from an invariant base, which it vectorizes; with
     /// the offset inline, a `min` in it (a shifted tile) defeats its address analysis. The base
-    /// is computed only when the loop runs, at its first iteration, where the checker proved the
-    /// offset's arithmetic fits. Returns the declarations to emit before the loop.
+    /// is computed only when the loop runs, at its first iteration, with the offset's terms in
+    /// their order, where the checker proved the offset's arithmetic fits. Returns the
+    /// declarations to emit before the loop.
     fn hoist_offsets(
         &mut self,
         body: &[Stmt],

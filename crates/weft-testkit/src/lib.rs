@@ -252,6 +252,8 @@ impl<R: Rng> Gen<'_, R> {
             // Sometimes 8 or 9: a loop of that many iterations whose body only assigns is
             // emitted as a short vector loop (with gathers in 32 bits in one version).
             0 if self.rng.gen_bool(0.25) => Ext::Const(self.rng.gen_range(8..=9)),
+            // Sometimes 16 or 17: room for the strided lanes `2 x`, `2 x + 1` of such a loop.
+            0 if self.rng.gen_bool(0.15) => Ext::Const(self.rng.gen_range(16..=17)),
             0 => Ext::Const(self.rng.gen_range(1..=4)),
             1 => Ext::SizePlus(k, self.rng.gen_range(1..=3)),
             _ => Ext::Size(k),
@@ -328,6 +330,12 @@ impl<R: Rng> Gen<'_, R> {
                 if let Ext::Const(c2) = v.hi {
                     if c2 <= *c {
                         cands.push(x.clone());
+                    }
+                    // The lanes of an unrolled split by 2 (C's hoisted strided offsets, which
+                    // accesses a literal apart share).
+                    if 2 * c2 <= *c {
+                        cands.push(Expr::int(2) * x.clone());
+                        cands.push(Expr::int(2) * x.clone() + 1);
                     }
                 }
             }

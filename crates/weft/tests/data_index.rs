@@ -342,4 +342,15 @@ fn hoisted_strided_offsets_keep_their_arithmetic_in_range() {
         }",
         &[("n", 1)],
     );
+    // Accesses a literal apart share a base: the lanes of a split by 2, crossed.
+    agrees(
+        "lanes",
+        "proc lanes(b: f32[18] @ DRAM, c: f32[17] @ DRAM) {
+            for i in 0..8 {
+                c[2 * i] = b[2 * i + 1] + b[2 * i + 2];
+                c[2 * i + 1] = b[2 * i] - b[2 * i + 2];
+            }
+        }",
+        &[],
+    );
 }

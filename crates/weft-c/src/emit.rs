@@ -794,7 +794,7 @@ impl<'u> ProcCx<'u> {
         Ok(())
     }
 
-    /// In the body of a short vector loop of several plain stores: each read that occurs more
+    /// In the body of a short vector loop of several assignments: each read that occurs more
     /// than once, of a buffer the body does not write, loaded once into a local before the
     /// stores. GCC does not merge such loads across the stores (as far as it knows a store may
     /// change what they read), and an interleaved group with repeated members halves the
@@ -806,7 +806,7 @@ impl<'u> ProcCx<'u> {
         let values: Option<Vec<&Expr>> = body
             .iter()
             .map(|s| match &s.kind {
-                StmtKind::Assign { rhs, .. } | StmtKind::Reduce { rhs, .. } => Some(rhs),
+                StmtKind::Assign { rhs, .. } => Some(rhs),
                 _ => None,
             })
             .collect();
@@ -815,7 +815,7 @@ impl<'u> ProcCx<'u> {
         };
         let mut written = Vec::new();
         for s in body {
-            if let StmtKind::Assign { buf, .. } | StmtKind::Reduce { buf, .. } = &s.kind {
+            if let StmtKind::Assign { buf, .. } = &s.kind {
                 written.push(self.view(buf, s.span)?.base);
             }
         }

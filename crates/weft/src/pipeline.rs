@@ -115,22 +115,28 @@ pub fn lower_checked(
     let dir = cache.as_ref().map(|j| j.cache_dir());
     match check_lowered_once(&lowered, span, dir) {
         Ok(()) => Ok(lowered),
-        Err(d) => {
-            let plain = lower_fallback(pipeline, schedule, &lowered).ok_or(d)?;
-            check_lowered_once(&plain, span, dir)?;
-            Ok(plain)
-        }
+        Err(d) => checked_fallback(pipeline, schedule, &lowered, d, span, dir),
     }
 }
 
-/// Where the checker does not accept a lowered proc: the pipeline lowered without partitioning
-/// loops that no split made around loops of constant ranges
+/// Where the checker rejected the lowered proc `rejected` (with `rejection`): the pipeline
+/// lowered without partitioning loops that no split made around loops of constant ranges
 /// ([`weft_pipe::lower::lower_unpartitioned`]), which the checker cannot always combine for a
-/// reader of the func; `None` when that is the same proc (the verdict stands).
-fn lower_fallback(pipeline: &Pipeline, schedule: &Schedule, rejected: &Lowered) -> Option<Lowered> {
-    let dram = weft_syntax::std_memory("DRAM")?;
-    let plain = weft_pipe::lower::lower_unpartitioned(pipeline, schedule, &dram).ok()?;
-    (plain.proc.to_string() != rejected.proc.to_string()).then_some(plain)
+/// reader of the func, checked in turn; the rejection stands where that is the same proc.
+fn checked_fallback(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    rejected: &Lowered,
+    rejection: Vec<Diagnostic>,
+    span: Span,
+    cache: Option<&std::path::Path>,
+) -> Result<Lowered, Vec<Diagnostic>> {
+    let plain = weft_syntax::std_memory("DRAM")
+        .and_then(|dram| weft_pipe::lower::lower_unpartitioned(pipeline, schedule, &dram).ok())
+        .filter(|plain| plain.proc.to_string() != rejected.proc.to_string())
+        .ok_or(rejection)?;
+    check_lowered_once(&plain, span, cache)?;
+    Ok(plain)
 }
 
 /// [`check_lowered`], its verdict remembered: an empty file `checked-<key>` in the JIT cache
@@ -811,8 +817,14 @@ pub fn compile(
                 .map_err(|e| io(&e))?,
         ),
         Err(d) => {
-            let plain = lower_fallback(pipeline, schedule, &lowered).ok_or(d)?;
-            check_lowered_once(&plain, Span::DUMMY, Some(jit.cache_dir()))?;
+            let plain = checked_fallback(
+                pipeline,
+                schedule,
+                &lowered,
+                d,
+                Span::DUMMY,
+                Some(jit.cache_dir()),
+            )?;
             let module = jit
                 .compile(std::slice::from_ref(&plain.proc))
                 .map_err(|e| io(&e))?;

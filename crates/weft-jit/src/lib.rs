@@ -17,9 +17,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Compiler: `cc` unless `WEFT_CC` says otherwise; flags `-O3 -march=native` unless `WEFT_CFLAGS`
-//! says otherwise; always `-std=c99 -fPIC -shared -ffp-contract=off -fno-trapping-math` (no FMA
-//! contraction, so results are bit-identical to the interpreter but for the sign of NaNs folded
+//! Compiler: `cc` unless `WEFT_CC` says otherwise; flags [`DEFAULT_FLAGS`] (`-O3 -march=native
+//! -mprefer-vector-width=512`) unless `WEFT_CFLAGS` says otherwise; always `-std=c99 -fPIC
+//! -shared -ffp-contract=off -fno-trapping-math` (no FMA contraction, so results are bit-identical to the interpreter but for the sign of NaNs folded
 //! from constants; no floating-point traps, which weft cannot observe, so GCC may vectorize
 //! clamped conversions: [`SEMANTIC_FLAGS`]) and `-lm`, and for a unit whose memories declare
 //! instruction-set extensions (`isa`) the flags that enable them (`-mavx512f`), so such kernels
@@ -153,8 +153,13 @@ pub struct Jit {
     version: OnceLock<String>,
 }
 
-/// Flags passed on every compile regardless of configuration: they fix the language and the
-/// floating-point semantics the generated C relies on.
+/// The optimisation flags of a JIT configured from the environment without `WEFT_CFLAGS`:
+/// the host's instruction set, with 512-bit vectors where it has them (GCC prefers 256-bit
+/// ones on AVX-512 hosts; a schedule's 16-lane f32 or 32-lane u16 vectors then take two
+/// instructions each, and Halide, the peer, uses the full width). Without AVX-512 the
+/// preference changes nothing.
+pub const DEFAULT_FLAGS: &[&str] = &["-O3", "-march=native", "-mprefer-vector-width=512"];
+
 /// The flags weft's C semantics need, wherever it is compiled (JIT and `weft::build`):
 /// `-ffp-contract=off`: no FMA contraction, so results are bit-identical to the interpreter.
 /// `-fno-trapping-math`: weft has no floating-point exceptions to observe, and without it GCC
@@ -202,12 +207,12 @@ impl Jit {
             .unwrap_or_else(|| "cc".to_string());
         let flags = match std::env::var("WEFT_CFLAGS") {
             Ok(s) => s.split_whitespace().map(str::to_string).collect(),
-            Err(_) => vec!["-O3".to_string(), "-march=native".to_string()],
+            Err(_) => DEFAULT_FLAGS.iter().map(|s| s.to_string()).collect(),
         };
         Jit::with_compiler(path, cc, flags)
     }
 
-    /// A JIT with an explicit compiler and flags (replacing the default `-O3 -march=native`; the
+    /// A JIT with an explicit compiler and flags (replacing [`DEFAULT_FLAGS`]; the
     /// required flags are always added).
     pub fn with_compiler(
         cache_dir: impl Into<PathBuf>,

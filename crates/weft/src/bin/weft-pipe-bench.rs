@@ -157,12 +157,25 @@ struct Aligned<T> {
 
 impl<T: Copy + Default> FromIterator<T> for Aligned<T> {
     fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
-        let values: Vec<T> = items.into_iter().collect();
+        Aligned::copied(&items.into_iter().collect::<Vec<T>>(), false)
+    }
+}
+
+impl<T: Copy + Default> Aligned<T> {
+    /// `values` in aligned storage; with `huge_pages`, storage of 4 MiB or more is advised
+    /// into transparent huge pages before it is first touched, as numpy does for its arrays
+    /// (so the peer's input, a numpy array, has them: 2.x, on Linux).
+    fn copied(values: &[T], huge_pages: bool) -> Self {
         let len = values.len();
         let slack = 64 / std::mem::size_of::<T>();
-        let mut storage = vec![T::default(); len + slack];
+        let mut storage: Vec<T> = Vec::with_capacity(len + slack);
+        let bytes = (len + slack) * std::mem::size_of::<T>();
+        if huge_pages && bytes >= 1 << 22 {
+            advise_huge_pages(storage.as_mut_ptr() as usize, bytes);
+        }
+        storage.resize(len + slack, T::default());
         let start = storage.as_ptr().align_offset(64).min(slack);
-        storage[start..start + len].copy_from_slice(&values);
+        storage[start..start + len].copy_from_slice(values);
         Aligned {
             storage,
             start,
@@ -170,6 +183,25 @@ impl<T: Copy + Default> FromIterator<T> for Aligned<T> {
         }
     }
 }
+
+/// `madvise(MADV_HUGEPAGE)` on the whole pages within `[addr, addr + bytes)`; a hint, so a
+/// kernel that refuses it (or another OS) leaves ordinary pages.
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(addr: usize, bytes: usize) {
+    const MADV_HUGEPAGE: i32 = 14;
+    extern "C" {
+        fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+    }
+    let (lo, hi) = ((addr + 4095) & !4095, (addr + bytes) & !4095);
+    if hi > lo {
+        // SAFETY: the range lies within an allocation this process owns (whole pages of a
+        // Vec's capacity); the advice changes how pages are backed, never their contents.
+        unsafe { madvise(lo as *mut std::ffi::c_void, hi - lo, MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_addr: usize, _bytes: usize) {}
 
 impl<T: Copy + Default> Clone for Aligned<T> {
     /// Aligned again: a copy of the storage may lie elsewhere relative to a boundary.
@@ -277,20 +309,21 @@ fn input_data(app: &App, (w, h): (usize, usize)) -> (Data, Vec<usize>) {
         (p..p + fw).contains(&x) && (p..p + fh).contains(&y)
     };
     let n = c * tw * th;
+    // In huge pages, as the peer's numpy input is.
     let data = if app.input.f32 {
-        Data::F32(
-            (0..n)
-                .map(|k| {
-                    if inside(k) {
-                        (hash(k) & 0xffff) as f32 / 65536.0
-                    } else {
-                        0.0
-                    }
-                })
-                .collect(),
-        )
+        let values: Vec<f32> = (0..n)
+            .map(|k| {
+                if inside(k) {
+                    (hash(k) & 0xffff) as f32 / 65536.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Data::F32(Aligned::copied(&values, true))
     } else {
-        Data::U16((0..n).map(|k| hash(k) as u16 & 0x3fff).collect())
+        let values: Vec<u16> = (0..n).map(|k| hash(k) as u16 & 0x3fff).collect();
+        Data::U16(Aligned::copied(&values, true))
     };
     (data, shape)
 }

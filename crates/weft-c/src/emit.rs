@@ -325,6 +325,10 @@ pub struct ProcCx<'u> {
     /// Inside the body of a short vector loop: the locals holding its repeated reads, by the
     /// C text of the element read (see [`ProcCx::load_repeated_reads`]).
     read_locals: HashMap<String, String>,
+    /// In a statement whose store scatters (its index reads data: a histogram's update), which
+    /// GCC never vectorizes: its float-to-int conversions take their scalar form (see
+    /// [`crate::helpers::Helpers::float_to_int`]).
+    in_scatter: bool,
 }
 
 impl<'u> ProcCx<'u> {
@@ -342,6 +346,7 @@ impl<'u> ProcCx<'u> {
             hoisted: HashMap::new(),
             narrow: None,
             read_locals: HashMap::new(),
+            in_scatter: false,
         }
     }
 
@@ -1147,7 +1152,8 @@ impl<'u> ProcCx<'u> {
         } else if from.is_float() && to.is_float() {
             format!("(({t}) {s})")
         } else if from.is_float() {
-            format!("{}({s})", self.unit.helpers.float_to_int(from, to))
+            let helper = self.unit.helpers.float_to_int(from, to, !self.in_scatter);
+            format!("{helper}({s})")
         } else if to.is_float() {
             format!("(({t}) {s})")
         } else {
@@ -1211,30 +1217,43 @@ impl<'u> ProcCx<'u> {
         Ok(())
     }
 
+    /// The C line of an assignment or reduction `s` of `rhs` into `buf[idx]`.
+    fn store(
+        &mut self,
+        s: &Stmt,
+        buf: &Sym,
+        idx: &[Expr],
+        rhs: &Expr,
+    ) -> Result<String, Diagnostic> {
+        let lhs = self.element(buf, idx, s.span)?;
+        let elem = self.view(buf, s.span)?.elem;
+        if rhs.ty != Ty::Data(elem) {
+            return Err(unsupported(
+                s.span,
+                format!("value of type {} stored into a buffer of {elem}", rhs.ty),
+            ));
+        }
+        let r = self.expr(rhs)?;
+        Ok(if matches!(s.kind, StmtKind::Assign { .. }) {
+            format!("{lhs} = {r};")
+        } else if elem.is_float() {
+            format!("{lhs} += {r};")
+        } else if elem.is_int() {
+            let w = wide_unsigned(elem);
+            format!("{lhs} = ({}) (({w}) {lhs} + ({w}) {r});", c_type(elem))
+        } else {
+            return Err(unsupported(s.span, "`+=` on a bool buffer"));
+        })
+    }
+
     fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
         match &s.kind {
             StmtKind::Pass => self.line(";"),
             StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
-                let lhs = self.element(buf, idx, s.span)?;
-                let elem = self.view(buf, s.span)?.elem;
-                if rhs.ty != Ty::Data(elem) {
-                    return Err(unsupported(
-                        s.span,
-                        format!("value of type {} stored into a buffer of {elem}", rhs.ty),
-                    ));
-                }
-                let r = self.expr(rhs)?;
-                let line = if matches!(s.kind, StmtKind::Assign { .. }) {
-                    format!("{lhs} = {r};")
-                } else if elem.is_float() {
-                    format!("{lhs} += {r};")
-                } else if elem.is_int() {
-                    let w = wide_unsigned(elem);
-                    format!("{lhs} = ({}) (({w}) {lhs} + ({w}) {r});", c_type(elem))
-                } else {
-                    return Err(unsupported(s.span, "`+=` on a bool buffer"));
-                };
-                self.line(&line);
+                self.in_scatter = idx.iter().any(reads_data);
+                let line = self.store(s, buf, idx, rhs);
+                self.in_scatter = false;
+                self.line(&line?);
             }
             StmtKind::WriteConfig { config, field, rhs } => {
                 let m = self.config_member(config, *field, s.span)?;

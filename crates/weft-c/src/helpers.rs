@@ -145,9 +145,23 @@ impl Helpers {
         })
     }
 
-    /// A float-to-int conversion that saturates and maps NaN to 0 (Rust's `as`).
-    pub fn float_to_int(&mut self, from: DType, to: DType) -> String {
-        let name = format!("weft_{}_to_{}", from.name(), to.name());
+    /// A float-to-int conversion that saturates and maps NaN to 0 (Rust's `as`), in one of
+    /// two forms. Code that stays scalar (`branch_free` false: a statement whose store scatters,
+    /// a histogram's update, which GCC never vectorizes) gets a range
+    /// test: values strictly between the float ends convert exactly (truncated, they lie in the
+    /// integer range) and the rest saturate, so the common path is two predictable branches
+    /// and the conversion, where the branch-free form costs three compares, a blend and, as GCC
+    /// compiles it in scalar code, two branches more. Code that may be vectorized gets the
+    /// branch-free form: the value clamped into the range converts exactly, then the ends and
+    /// NaN are selected, which GCC vectorizes in loops of several statements (where it does not
+    /// if-convert the range test's early return).
+    pub fn float_to_int(&mut self, from: DType, to: DType, branch_free: bool) -> String {
+        let name = format!(
+            "weft_{}_to_{}{}",
+            from.name(),
+            to.name(),
+            if branch_free { "" } else { "_s" }
+        );
         let ft = c_type(from);
         let tt = c_type(to);
         let (lo, hi) = to.int_range().unwrap_or((0, 0));
@@ -164,16 +178,20 @@ impl Helpers {
             to.bits()
         };
         let hi_f = format!("0x1p{hi_bits}{suffix}");
+        let (lo_c, hi_c) = (int_limit(to, lo), int_limit(to, hi));
+        if !branch_free {
+            return self.add(&name.clone(), || {
+                format!(
+                    "static inline {tt} {name}({ft} x) {{\n    if (x > {lo_f} && x < {hi_f}) return ({tt}) x;\n    return x != x ? 0 : x > 0 ? {hi_c} : {lo_c};\n}}\n"
+                )
+            });
+        }
         // The largest value of the float type below 2^hi_bits: converting it never overflows.
         let below_hi = if from == DType::F32 {
             format!("0x1.fffffep{}f", hi_bits - 1)
         } else {
             format!("0x1.fffffffffffffp{}", hi_bits - 1)
         };
-        let hi_c = int_limit(to, hi);
-        // Without branches, so that loops around it vectorize (a conversion inside a branch
-        // may trap, which GCC does not speculate): the value clamped into the range converts
-        // exactly, then the ends and NaN are selected.
         self.add(&name.clone(), || {
             format!(
                 "static inline {tt} {name}({ft} x) {{\n    {ft} c = x > {lo_f} ? x : {lo_f};\n    c = c < {below_hi} ? c : {below_hi};\n    {tt} r = ({tt}) c;\n    r = x >= {hi_f} ? {hi_c} : r;\n    return x != x ? 0 : r;\n}}\n"

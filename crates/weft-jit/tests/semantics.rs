@@ -456,3 +456,143 @@ fn all_casts_and_operators_match_rust_semantics() {
         }
     }
 }
+
+/// Float-to-integer conversions at every edge of every integer type: the last values that
+/// convert exactly, the first that saturate, NaN and the infinities, in both forms of the C
+/// helper: the branch-free one (`y`, in a short vector loop; `w`, in a loop whose extent is an
+/// argument) and the range test of a statement that scatters (`bins`, a histogram's update:
+/// the bin of `T(x) - off` for windows of four values at the type's ends and at 0, so
+/// that a wrong saturation or NaN lands in another bin). Each runs on all the values
+/// (vectorized by GCC where it can) and on one value at a time (the scalar path), at `-O3`
+/// and under UBSan, whose float-cast-overflow check catches a conversion out of range.
+#[test]
+fn float_to_int_conversions_saturate_at_every_edge() {
+    let ints = DType::ALL.iter().copied().filter(|d| d.is_int());
+    for flags in [
+        &["-O3", "-march=native", "-Wall", "-Wextra", "-Werror"][..],
+        &[
+            "-O1",
+            "-fsanitize=undefined,float-cast-overflow",
+            "-fno-sanitize-recover=all",
+        ][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let jit = Jit::with_compiler(
+            dir.path(),
+            "cc",
+            flags.iter().map(|s| s.to_string()).collect(),
+        )
+        .unwrap();
+        for from in [DType::F32, DType::F64] {
+            for to in ints.clone() {
+                let (lo, hi) = to.int_range().unwrap();
+                let mut values = vec![0.0, -0.0, 0.99, -0.99, f64::NAN, f64::INFINITY];
+                values.push(-f64::INFINITY);
+                for edge in [lo as f64, hi as f64 + 1.0] {
+                    for d in [-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5] {
+                        values.push(edge + d);
+                    }
+                    // The neighbours of the edge in the float type itself.
+                    if from == DType::F32 {
+                        let e = edge as f32;
+                        values.push(f32::from_bits(e.to_bits() - 1) as f64);
+                        values.push(f32::from_bits(e.to_bits() + 1) as f64);
+                    } else if edge != 0.0 {
+                        values.push(f64::from_bits(edge.to_bits() - 1));
+                        values.push(f64::from_bits(edge.to_bits() + 1));
+                    }
+                }
+                let values: Vec<V> = values.iter().map(|v| V::F(round_to(*v, from))).collect();
+                let mut p = ProcBuilder::new("conv", &dram());
+                let n = p.size("n");
+                let k = p.size("k");
+                let x = p.tensor("x", from, vec![n.clone(), Expr::int(16)]);
+                let y = p.tensor("y", to, vec![n.clone(), Expr::int(16)]);
+                let w = p.tensor("w", to, vec![n.clone(), k.clone()]);
+                p.assert(Expr::binary(BinOp::Eq, k.clone(), Expr::int(16)));
+                // Windows whose arithmetic fits i64 (for i64 only the one from 0).
+                let offsets: Vec<i64> = if to == DType::I64 {
+                    vec![0]
+                } else {
+                    vec![lo as i64, -2, hi as i64 - 3]
+                };
+                let bins = p.tensor(
+                    "bins",
+                    DType::I32,
+                    vec![Expr::int(offsets.len() as i64), Expr::int(4)],
+                );
+                p.body().for_("i", 0, n, |b, i| {
+                    b.for_("l", 0, Expr::int(16), |b, l| {
+                        let at = vec![i.clone(), l.clone()];
+                        b.assign(&y, at.clone(), Expr::cast(to, x.at(at)));
+                    });
+                    b.for_("m", 0, k, |b, m| {
+                        let at = vec![i.clone(), m.clone()];
+                        b.assign(&w, at.clone(), Expr::cast(to, x.at(at.clone())));
+                        for (o, off) in offsets.iter().enumerate() {
+                            let value = Expr::binary(
+                                BinOp::Sub,
+                                Expr::cast(DType::I64, Expr::cast(to, x.at(at.clone()))),
+                                Expr::cast(DType::I64, Expr::int(*off)),
+                            );
+                            let bin = Expr::data_index(value, Expr::int(0), Expr::int(3));
+                            let cell = vec![Expr::int(o as i64), bin];
+                            b.reduce(&bins, cell, Expr::cast(DType::I32, Expr::int(1)));
+                        }
+                    });
+                });
+                let module = jit.compile(&[p.finish()]).unwrap();
+                let kernel = module.kernel("conv").unwrap();
+                // All at once, then one at a time (the other lanes 0).
+                let mut runs: Vec<Vec<V>> = vec![values.clone()];
+                runs.extend(values.iter().map(|v| vec![*v]));
+                for mut run in runs {
+                    let len = run.len();
+                    run.resize(len.div_ceil(16) * 16, V::F(0.0));
+                    let rows = run.len() / 16;
+                    let mut xs = Data::new(from, &run);
+                    let mut ys = Data::new(to, &vec![V::I(0); run.len()]);
+                    let mut ws = Data::new(to, &vec![V::I(0); run.len()]);
+                    let mut counts = Data::new(DType::I32, &vec![V::I(0); 4 * offsets.len()]);
+                    let mut args = vec![
+                        Arg::Int(rows as i64),
+                        Arg::Int(16),
+                        xs.arg(&[rows, 16]),
+                        ys.arg(&[rows, 16]),
+                        ws.arg(&[rows, 16]),
+                        counts.arg(&[offsets.len(), 4]),
+                    ];
+                    kernel.call(&mut args).unwrap();
+                    drop(args);
+                    // One value at a time: each window counts it in the bin of its value.
+                    if len == 1 {
+                        let V::I(want) = cast(run[0], to) else {
+                            unreachable!()
+                        };
+                        for (o, off) in offsets.iter().enumerate() {
+                            let bin = (want - *off as i128).clamp(0, 3) as usize;
+                            let got: Vec<V> = (0..4).map(|j| counts.get(4 * o + j)).collect();
+                            let padding =
+                                15 * usize::from(bin == (-(*off as i128)).clamp(0, 3) as usize);
+                            assert!(
+                                matches!(got[bin], V::I(c) if c as usize == 1 + padding),
+                                "{from} -> {to} of {:?} in a data index, window at {off} ({flags:?}): bins {got:?}, want bin {bin}",
+                                run[0]
+                            );
+                        }
+                    }
+                    for (j, v) in run.iter().enumerate() {
+                        let want = cast(*v, to);
+                        for (form, out) in [("vector", &ys), ("scalar", &ws)] {
+                            let got = out.get(j);
+                            assert!(
+                                same(got, want, true),
+                                "{from} -> {to} of {v:?}, {form} form ({flags:?}): got {got:?}, want {want:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

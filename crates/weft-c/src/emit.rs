@@ -325,9 +325,9 @@ pub struct ProcCx<'u> {
     /// Inside the body of a short vector loop: the locals holding its repeated reads, by the
     /// C text of the element read (see [`ProcCx::load_repeated_reads`]).
     read_locals: HashMap<String, String>,
-    /// In a statement whose store scatters (its index reads data: a histogram's update), which
-    /// GCC never vectorizes: its float-to-int conversions take their scalar form (see
-    /// [`crate::helpers::Helpers::float_to_int`]).
+    /// In a statement whose store scatters (its index reads data), which GCC vectorizes only
+    /// where it can prove the stores distinct (a histogram's update: never): its float-to-int
+    /// conversions take their scalar form (see [`crate::helpers::Helpers::float_to_int`]).
     in_scatter: bool,
 }
 

@@ -147,8 +147,8 @@ impl Helpers {
 
     /// A float-to-int conversion that saturates and maps NaN to 0 (Rust's `as`), in one of
     /// two forms. Code that stays scalar (`branch_free` false: a statement whose store scatters,
-    /// a histogram's update, which GCC never vectorizes) gets a range
-    /// test: values strictly between the float ends convert exactly (truncated, they lie in the
+    /// such as a histogram's update, which GCC does not vectorize) gets a range test (either
+    /// form gives every value; only the speed differs): values strictly between the float ends convert exactly (truncated, they lie in the
     /// integer range) and the rest saturate, so the common path is two predictable branches
     /// and the conversion, where the branch-free form costs three compares, a blend and, as GCC
     /// compiles it in scalar code, two branches more. Code that may be vectorized gets the

@@ -460,11 +460,11 @@ fn all_casts_and_operators_match_rust_semantics() {
 /// Float-to-integer conversions at every edge of every integer type: the last values that
 /// convert exactly, the first that saturate, NaN and the infinities, in both forms of the C
 /// helper: the branch-free one (`y`, in a short vector loop; `w`, in a loop whose extent is an
-/// argument) and the range test of a statement that scatters (`bins`, a histogram's update:
-/// the bin of `T(x) - off` for windows of four values at the type's ends and at 0, so
-/// that a wrong saturation or NaN lands in another bin). Each runs on all the values
-/// (vectorized by GCC where it can) and on one value at a time (the scalar path), at `-O3`
-/// and under UBSan, whose float-cast-overflow check catches a conversion out of range.
+/// argument) and the range test of a statement that scatters (`s`, stored at an index read
+/// from the data, `clamp_index(.., 0, 0)`, as a histogram's update is). The emitted C is checked
+/// to use each form where it should. Each runs on all the values (vectorized by GCC where it
+/// can) and on one value at a time (the scalar path), at `-O3` and under UBSan, whose
+/// float-cast-overflow check catches a conversion out of range.
 #[test]
 fn float_to_int_conversions_saturate_at_every_edge() {
     let ints = DType::ALL.iter().copied().filter(|d| d.is_int());
@@ -509,18 +509,8 @@ fn float_to_int_conversions_saturate_at_every_edge() {
                 let x = p.tensor("x", from, vec![n.clone(), Expr::int(16)]);
                 let y = p.tensor("y", to, vec![n.clone(), Expr::int(16)]);
                 let w = p.tensor("w", to, vec![n.clone(), k.clone()]);
+                let sc = p.tensor("s", to, vec![n.clone(), k.clone(), Expr::int(1)]);
                 p.assert(Expr::binary(BinOp::Eq, k.clone(), Expr::int(16)));
-                // Windows whose arithmetic fits i64 (for i64 only the one from 0).
-                let offsets: Vec<i64> = if to == DType::I64 {
-                    vec![0]
-                } else {
-                    vec![lo as i64, -2, hi as i64 - 3]
-                };
-                let bins = p.tensor(
-                    "bins",
-                    DType::I32,
-                    vec![Expr::int(offsets.len() as i64), Expr::int(4)],
-                );
                 p.body().for_("i", 0, n, |b, i| {
                     b.for_("l", 0, Expr::int(16), |b, l| {
                         let at = vec![i.clone(), l.clone()];
@@ -528,66 +518,65 @@ fn float_to_int_conversions_saturate_at_every_edge() {
                     });
                     b.for_("m", 0, k, |b, m| {
                         let at = vec![i.clone(), m.clone()];
-                        b.assign(&w, at.clone(), Expr::cast(to, x.at(at.clone())));
-                        for (o, off) in offsets.iter().enumerate() {
-                            let value = Expr::binary(
-                                BinOp::Sub,
-                                Expr::cast(DType::I64, Expr::cast(to, x.at(at.clone()))),
-                                Expr::cast(DType::I64, Expr::int(*off)),
-                            );
-                            let bin = Expr::data_index(value, Expr::int(0), Expr::int(3));
-                            let cell = vec![Expr::int(o as i64), bin];
-                            b.reduce(&bins, cell, Expr::cast(DType::I32, Expr::int(1)));
-                        }
+                        let converted = Expr::cast(to, x.at(at.clone()));
+                        b.assign(&w, at.clone(), converted.clone());
+                        let zero = Expr::data_index(
+                            Expr::cast(DType::I64, converted.clone()),
+                            Expr::int(0),
+                            Expr::int(0),
+                        );
+                        b.assign(&sc, vec![i.clone(), m.clone(), zero], converted);
                     });
                 });
-                let module = jit.compile(&[p.finish()]).unwrap();
+                let proc = p.finish();
+                let c = weft_c::emit(std::slice::from_ref(&proc)).unwrap().source;
+                let scalar = format!("weft_{}_to_{}_s(", from.name(), to.name());
+                let line_of = |buf: &str| {
+                    c.lines()
+                        .find(|l| l.trim_start().starts_with(&format!("(v_{buf}_")))
+                        .unwrap_or_else(|| panic!("no store to {buf} in\n{c}"))
+                };
+                assert!(line_of("s").contains(&scalar), "{}", line_of("s"));
+                for buf in ["y", "w"] {
+                    assert!(!line_of(buf).contains(&scalar), "{}", line_of(buf));
+                }
+                let module = jit.compile(&[proc]).unwrap();
                 let kernel = module.kernel("conv").unwrap();
                 // All at once, then one at a time (the other lanes 0).
                 let mut runs: Vec<Vec<V>> = vec![values.clone()];
                 runs.extend(values.iter().map(|v| vec![*v]));
                 for mut run in runs {
-                    let len = run.len();
-                    run.resize(len.div_ceil(16) * 16, V::F(0.0));
+                    run.resize(run.len().div_ceil(16) * 16, V::F(0.0));
                     let rows = run.len() / 16;
                     let mut xs = Data::new(from, &run);
-                    let mut ys = Data::new(to, &vec![V::I(0); run.len()]);
-                    let mut ws = Data::new(to, &vec![V::I(0); run.len()]);
-                    let mut counts = Data::new(DType::I32, &vec![V::I(0); 4 * offsets.len()]);
+                    let zeros = vec![V::I(0); run.len()];
+                    let (mut ys, mut ws, mut ss) = (
+                        Data::new(to, &zeros),
+                        Data::new(to, &zeros),
+                        Data::new(to, &zeros),
+                    );
                     let mut args = vec![
                         Arg::Int(rows as i64),
                         Arg::Int(16),
                         xs.arg(&[rows, 16]),
                         ys.arg(&[rows, 16]),
                         ws.arg(&[rows, 16]),
-                        counts.arg(&[offsets.len(), 4]),
+                        ss.arg(&[rows, 16, 1]),
                     ];
                     kernel.call(&mut args).unwrap();
                     drop(args);
-                    // One value at a time: each window counts it in the bin of its value.
-                    if len == 1 {
-                        let V::I(want) = cast(run[0], to) else {
-                            unreachable!()
-                        };
-                        for (o, off) in offsets.iter().enumerate() {
-                            let bin = (want - *off as i128).clamp(0, 3) as usize;
-                            let got: Vec<V> = (0..4).map(|j| counts.get(4 * o + j)).collect();
-                            let padding =
-                                15 * usize::from(bin == (-(*off as i128)).clamp(0, 3) as usize);
-                            assert!(
-                                matches!(got[bin], V::I(c) if c as usize == 1 + padding),
-                                "{from} -> {to} of {:?} in a data index, window at {off} ({flags:?}): bins {got:?}, want bin {bin}",
-                                run[0]
-                            );
-                        }
-                    }
                     for (j, v) in run.iter().enumerate() {
                         let want = cast(*v, to);
-                        for (form, out) in [("vector", &ys), ("scalar", &ws)] {
+                        let placements = [
+                            ("branch-free, vector loop", &ys),
+                            ("branch-free, other loop", &ws),
+                            ("range test, scattering store", &ss),
+                        ];
+                        for (form, out) in placements {
                             let got = out.get(j);
                             assert!(
                                 same(got, want, true),
-                                "{from} -> {to} of {v:?}, {form} form ({flags:?}): got {got:?}, want {want:?}"
+                                "{from} -> {to} of {v:?}, {form} ({flags:?}): got {got:?}, want {want:?}"
                             );
                         }
                     }

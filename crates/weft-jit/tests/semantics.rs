@@ -492,12 +492,20 @@ fn float_to_int_conversions_saturate_at_every_edge() {
                     for d in [-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5] {
                         values.push(edge + d);
                     }
-                    // The neighbours of the edge in the float type itself.
-                    if from == DType::F32 {
+                    // The neighbours of the edge in the float type itself (of 0, which is
+                    // the lower edge of unsigned types, the smallest subnormals).
+                    if edge == 0.0 {
+                        let tiny = if from == DType::F32 {
+                            f32::from_bits(1) as f64
+                        } else {
+                            f64::from_bits(1)
+                        };
+                        values.extend([tiny, -tiny]);
+                    } else if from == DType::F32 {
                         let e = edge as f32;
                         values.push(f32::from_bits(e.to_bits() - 1) as f64);
                         values.push(f32::from_bits(e.to_bits() + 1) as f64);
-                    } else if edge != 0.0 {
+                    } else {
                         values.push(f64::from_bits(edge.to_bits() - 1));
                         values.push(f64::from_bits(edge.to_bits() + 1));
                     }

@@ -146,15 +146,16 @@ impl Helpers {
     }
 
     /// A float-to-int conversion that saturates and maps NaN to 0 (Rust's `as`), in one of
-    /// two forms. Code that stays scalar (`branch_free` false: a statement whose store scatters,
-    /// such as a histogram's update, which GCC does not vectorize) gets a range test (either
-    /// form gives every value; only the speed differs): values strictly between the float ends convert exactly (truncated, they lie in the
-    /// integer range) and the rest saturate, so the common path is two predictable branches
-    /// and the conversion, where the branch-free form costs three compares, a blend and, as GCC
-    /// compiles it in scalar code, two branches more. Code that may be vectorized gets the
-    /// branch-free form: the value clamped into the range converts exactly, then the ends and
-    /// NaN are selected, which GCC vectorizes in loops of several statements (where it does not
-    /// if-convert the range test's early return).
+    /// two forms, which give every value alike and differ in speed only. Code that stays
+    /// scalar (`branch_free` false: a statement whose store scatters, such as a histogram's
+    /// update, which GCC does not vectorize) gets a range test: values strictly between the
+    /// float ends convert exactly (truncated, they lie in the integer range) and the rest
+    /// saturate, so the common path is two predictable branches and the conversion, where the
+    /// branch-free form costs three compares, a blend and, as GCC compiles it in scalar code,
+    /// two branches more. Code that may be vectorized gets the branch-free form: the value
+    /// clamped into the range converts exactly, then the ends and NaN are selected, which GCC
+    /// vectorizes in loops of several statements (where it does not if-convert the range
+    /// test's early return).
     pub fn float_to_int(&mut self, from: DType, to: DType, branch_free: bool) -> String {
         let name = format!(
             "weft_{}_to_{}{}",

@@ -635,9 +635,10 @@ impl<'u> ProcCx<'u> {
             // An index computed from data is not invariant: the loop may write what it reads
             // (found by the proc generator: a clamped index read from the buffer the loop
             // writes was hoisted, and read before the writes that change it).
-            if self.hoisted.contains_key(&key) || idx.iter().any(reads_data) {
+            if self.hoisted.contains_key(&key) || data_indexed(idx) {
                 continue;
             }
+            let every_iteration = unconditional.contains(&key);
             let Ok(v) = self.view(&buf, span) else {
                 continue;
             };
@@ -673,7 +674,7 @@ impl<'u> ProcCx<'u> {
             // only for accesses every iteration makes: see below).
             let step = match &terms[at] {
                 (false, t) if t == var => Some(1),
-                (false, t) if unconditional.contains(&key) => t
+                (false, t) if every_iteration => t
                     .strip_prefix('(')
                     .and_then(|t| t.strip_suffix(&format!(" * {var})")))
                     .and_then(|k| k.parse::<i64>().ok())
@@ -734,7 +735,7 @@ impl<'u> ProcCx<'u> {
             // literal `d` apart from an unconditional access's base is written `base + ... + d`:
             // both offsets are indices of accesses every iteration makes, so that sum, like
             // theirs, fits.
-            let shared = match (unconditional.contains(&key), constant) {
+            let shared = match (every_iteration, constant) {
                 (true, Some(c)) => shared_bases
                     .get(&shape_key)
                     .map(|(b, c0)| (b.clone(), c - c0)),
@@ -749,7 +750,7 @@ impl<'u> ProcCx<'u> {
                         "const int64_t {base} = {lo} < {hi} ? ({text}) : 0;"
                     ));
                     bases.insert(text, base.clone());
-                    if let (true, Some(c)) = (unconditional.contains(&key), constant) {
+                    if let (true, Some(c)) = (every_iteration, constant) {
                         shared_bases.insert(shape_key, (base.clone(), c));
                     }
                     (base, 0)
@@ -830,7 +831,7 @@ impl<'u> ProcCx<'u> {
             let mut found = Vec::new();
             weft_ir::visit::walk_expr(value, &mut |x| {
                 if let ExprKind::Read { buf, idx } = &x.kind {
-                    if !idx.is_empty() && !idx.iter().any(reads_data) {
+                    if !idx.is_empty() && !data_indexed(idx) {
                         found.push((buf.clone(), idx.as_slice(), x.span));
                     }
                 }
@@ -1250,7 +1251,7 @@ impl<'u> ProcCx<'u> {
         match &s.kind {
             StmtKind::Pass => self.line(";"),
             StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
-                self.in_scatter = idx.iter().any(reads_data);
+                self.in_scatter = data_indexed(idx);
                 let line = self.store(s, buf, idx, rhs);
                 self.in_scatter = false;
                 self.line(&line?);
@@ -1628,8 +1629,13 @@ impl<'u> ProcCx<'u> {
     }
 }
 
+/// Whether an access's indices are computed from data (a gather, or a scatter when stored).
+pub(crate) fn data_indexed(idx: &[Expr]) -> bool {
+    idx.iter().any(reads_data)
+}
+
 /// Whether an expression reads a buffer.
-pub(crate) fn reads_data(e: &Expr) -> bool {
+fn reads_data(e: &Expr) -> bool {
     let mut found = false;
     weft_ir::visit::walk_expr(e, &mut |x| found |= matches!(x.kind, ExprKind::Read { .. }));
     found

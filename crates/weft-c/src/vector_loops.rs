@@ -199,7 +199,7 @@ pub(crate) fn vector_shaped(lo: &Expr, hi: &Expr, body: &[Stmt]) -> bool {
     };
     (8..=64).contains(&trips)
         && body.iter().all(|s| match &s.kind {
-            StmtKind::Assign { idx, .. } => !idx.iter().any(crate::emit::reads_data),
+            StmtKind::Assign { idx, .. } => !crate::emit::data_indexed(idx),
             _ => false,
         })
 }

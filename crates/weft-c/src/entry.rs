@@ -446,10 +446,21 @@ pub fn entry_points(
         .cloned()
         .ok_or_else(|| unsupported(p.span, "exported proc was not emitted"))?;
     let run_call = format!("{fname}({})", conv.join(", "));
-    let run_body = if abi.can_fail {
-        format!("return {run_call};")
-    } else {
-        format!("{run_call};\n    return WEFT_OK;")
+    // What the instructions the proc reaches ask to run before it returns (`finish`: a fence
+    // after non-temporal stores), once each.
+    let mut finish: Vec<String> = Vec::new();
+    for q in &weft_ir::visit::Deps::of(&std::sync::Arc::new(p.clone())).procs {
+        if let Some(f) = q.instr.as_ref().map(|i| i.finish.trim()) {
+            if !f.is_empty() && !finish.iter().any(|x| x == f) {
+                finish.push(f.to_string());
+            }
+        }
+    }
+    let finish: String = finish.iter().map(|f| format!("\n    {f}")).collect();
+    let run_body = match (abi.can_fail, finish.is_empty()) {
+        (true, true) => format!("return {run_call};"),
+        (true, false) => format!("int32_t rc = {run_call};{finish}\n    return rc;"),
+        (false, _) => format!("{run_call};{finish}\n    return WEFT_OK;"),
     };
 
     // --- uniform entry: unpack weft_arg ---

@@ -108,8 +108,8 @@ pub struct CUnit {
     pub namespace: String,
     /// The configuration state the unit's entry points take.
     pub context: ContextInfo,
-    /// The instruction-set extensions the unit's memories declare (`isa`), sorted: the C must be
-    /// compiled for them and runs only on a CPU that has them.
+    /// The instruction-set extensions the unit's memories and instructions declare (`isa`),
+    /// sorted: the C must be compiled for them and runs only on a CPU that has them.
     pub isa: Vec<String>,
 }
 
@@ -262,10 +262,12 @@ pub fn emit_in(procs: &[Arc<Proc>], namespace: &str) -> Result<CUnit, Diagnostic
         ..UnitCx::default()
     };
     let mut names = names::UniqueNames::default();
+    let instrs = || deps.procs.iter().filter_map(|p| p.instr.as_ref());
     let mut isa: Vec<String> = deps
         .memories
         .iter()
         .flat_map(|m| m.isa.iter().cloned())
+        .chain(instrs().flat_map(|i| i.isa.iter().cloned()))
         .collect();
     isa.sort();
     isa.dedup();
@@ -428,6 +430,17 @@ pub fn emit_in(procs: &[Arc<Proc>], namespace: &str) -> Result<CUnit, Diagnostic
                 names::comment_text(&m.name),
                 m.header
             ));
+        }
+    }
+    for p in &deps.procs {
+        if let Some(i) = p.instr.as_ref().filter(|i| !i.header.trim().is_empty()) {
+            if seen_headers.insert(i.header.clone()) {
+                source.push_str(&format!(
+                    "/* instruction {} */\n{}\n",
+                    names::comment_text(&p.name),
+                    i.header
+                ));
+            }
         }
     }
     source.push_str(

@@ -252,6 +252,9 @@ impl ProcBuilder {
     pub fn instr_template(&mut self, template: &str) -> &mut Self {
         self.instr = Some(Instr {
             template: template.to_string(),
+            header: String::new(),
+            isa: Vec::new(),
+            finish: String::new(),
         });
         self
     }

@@ -743,7 +743,25 @@ fn print_proc_naming(p: &Proc, comments: Option<&mut SourceLayout>, namer: &mut 
     let (open, close) = match &p.instr {
         Some(i) => (
             format!("instr {}(", p.name),
-            format!(") {} {{", escape_string(&i.template)),
+            format!(
+                ") {}{}{}{} {{",
+                escape_string(&i.template),
+                if i.isa.is_empty() {
+                    String::new()
+                } else {
+                    format!(" isa {}", escape_string(&i.isa.join(", ")))
+                },
+                if i.header.is_empty() {
+                    String::new()
+                } else {
+                    format!(" header {}", escape_string(&i.header))
+                },
+                if i.finish.is_empty() {
+                    String::new()
+                } else {
+                    format!(" finish {}", escape_string(&i.finish))
+                }
+            ),
         ),
         None => (format!("proc {}(", p.name), ") {".to_string()),
     };

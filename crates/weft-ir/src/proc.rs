@@ -139,6 +139,15 @@ impl Arg {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instr {
     pub template: String,
+    /// C the template needs before the unit's code (`header "#include <immintrin.h>"`), as a
+    /// memory's header; empty if none.
+    pub header: String,
+    /// The instruction-set extensions the template's C needs (`isa "avx512f"`), as a memory's.
+    pub isa: Vec<String>,
+    /// C that an entry point whose proc reaches the instruction runs once before it returns
+    /// (`finish "_mm_sfence();"`: a fence that orders non-temporal stores before whatever the
+    /// caller does next); empty if none.
+    pub finish: String,
 }
 
 #[derive(Clone, Debug)]

@@ -19,7 +19,7 @@
 //!
 //! Compiler: `cc` unless `WEFT_CC` says otherwise; flags [`DEFAULT_FLAGS`] (`-O3 -march=native
 //! -mprefer-vector-width=512`) unless `WEFT_CFLAGS` says otherwise; always `-std=c99 -fPIC
-//! -shared -ffp-contract=off -fno-trapping-math` (no FMA contraction, so results are
+//! -shared -Werror=implicit-function-declaration -ffp-contract=off -fno-trapping-math` (no FMA contraction, so results are
 //! bit-identical to the interpreter but for the sign of NaNs folded from constants; no
 //! floating-point traps, which weft cannot observe, so GCC may vectorize
 //! clamped conversions: [`SEMANTIC_FLAGS`]) and `-lm`, and for a unit whose memories declare
@@ -170,7 +170,10 @@ pub const DEFAULT_FLAGS: &[&str] = &["-O3", "-march=native", "-mprefer-vector-wi
 /// (`0.0 / 0.0`: positive, where x86 and the interpreter make it negative), which no weft
 /// operation can observe (NaNs compare alike, convert to 0; tests compare NaN as NaN).
 pub const SEMANTIC_FLAGS: &[&str] = &["-std=c99", "-ffp-contract=off", "-fno-trapping-math"];
-const REQUIRED_FLAGS: &[&str] = &["-fPIC", "-shared"];
+/// `-Werror=implicit-function-declaration`: a template that calls a function no header declares
+/// (an instruction missing its `header`) fails to compile, instead of loading a module that
+/// dies on an unresolved symbol at its first call.
+const REQUIRED_FLAGS: &[&str] = &["-fPIC", "-shared", "-Werror=implicit-function-declaration"];
 
 /// Added for units with parallel loops: they become OpenMP worksharing loops.
 pub const OPENMP_FLAG: &str = "-fopenmp";

@@ -513,3 +513,66 @@ proc vec_fma(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, c: f32[16] @ D
         .collect();
     assert_eq!(c, want);
 }
+
+/// An instruction whose buffers are in ordinary memories states the extension, header and
+/// fence its C needs (`isa`, `header`, `finish`): the unit is compiled for the extension and
+/// refused without it, the header comes once, and the entry point fences before it returns.
+/// The non-temporal store takes its streaming form only at 64-byte aligned addresses: every
+/// offset of the destination within a line stores the same values.
+#[test]
+fn instructions_state_their_extension_header_and_fence() {
+    let src = r#"
+import "avx512";
+proc mul_stream(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM, z: f32[n, 16] @ DRAM) {
+    for i in 0..n {
+        alloc va: f32[16] @ AVX512;
+        alloc vb: f32[16] @ AVX512;
+        alloc t: f32[16] @ DRAM_STACK;
+        mm512_loadu_ps(va, a[i, 0:16]);
+        mm512_loadu_ps(vb, b[i, 0:16]);
+        mm512_mul_ps(va, va, vb);
+        mm512_storeu_ps(z[i, 0:16], va);
+        for j in 0..16 {
+            t[j] = a[i, j] - b[i, j];
+        }
+        mm512_stream_ps(y[i, 0:16], t);
+    }
+}
+"#;
+    let ps = procs(src);
+    let unit = weft_c::emit(&ps).unwrap();
+    assert_eq!(unit.isa, vec!["avx512f".to_string()]);
+    assert_eq!(unit.source.matches("#include <immintrin.h>").count(), 1);
+    assert_eq!(unit.source.matches("_mm_sfence();").count(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let r = jit(&dir).compile(&ps);
+    if weft_jit::isa::missing(&["avx512f".into()]).is_some() {
+        assert!(matches!(r, Err(JitError::Isa(_))), "{:?}", r.err());
+        return;
+    }
+    let m = r.unwrap();
+    let k = m.kernel("mul_stream").unwrap();
+    let n = 3;
+    let a: Vec<f32> = (0..n * 16).map(|i| i as f32 * 0.5 + 1.0).collect();
+    let b: Vec<f32> = (0..n * 16).map(|i| 3.0 - i as f32 * 0.25).collect();
+    for offset in 0..16 {
+        let mut y = vec![-1.0f32; n * 16 + 16];
+        let mut z = vec![-1.0f32; n * 16];
+        k.call(&mut [
+            Arg::Int(n as i64),
+            Arg::Buf(BufArg::from_slice(&a, &[n, 16])),
+            Arg::Buf(BufArg::from_slice(&b, &[n, 16])),
+            Arg::Buf(BufArg::new(&mut y[offset..offset + n * 16], &[n, 16])),
+            Arg::Buf(BufArg::new(&mut z, &[n, 16])),
+        ])
+        .unwrap();
+        for i in 0..n * 16 {
+            assert_eq!(y[offset + i], a[i] - b[i], "offset {offset}, element {i}");
+            assert_eq!(z[i], a[i] * b[i], "element {i}");
+        }
+        assert!(y[..offset]
+            .iter()
+            .chain(&y[offset + n * 16..])
+            .all(|&v| v == -1.0));
+    }
+}

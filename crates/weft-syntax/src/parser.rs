@@ -447,6 +447,30 @@ impl<'a, 'r> Parser<'a, 'r> {
         Ok(())
     }
 
+    /// The string of an `isa` field: instruction-set extension names separated by commas or
+    /// spaces (`"avx512f, fma"`).
+    fn isa_list(&mut self) -> PResult<Vec<String>> {
+        let at = self.cur_span();
+        let text = self.string()?;
+        let isa: Vec<String> = text
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect();
+        let well_formed = |x: &String| {
+            x.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.')
+        };
+        if let Some(bad) = isa.iter().find(|x| !well_formed(x)) {
+            return Err(Diagnostic::new(
+                "syntax",
+                at,
+                format!("`{bad}` is not an instruction-set extension name (lowercase letters, digits and `.`, like `avx512f`)"),
+            ));
+        }
+        Ok(isa)
+    }
+
     fn memory(&mut self) -> PResult<()> {
         let lo = self.lo();
         self.bump();
@@ -501,26 +525,7 @@ impl<'a, 'r> Parser<'a, 'r> {
                     });
                     self.bump();
                 }
-                "isa" => {
-                    let at = self.cur_span();
-                    let text = self.string()?;
-                    isa = text
-                        .split(|c: char| c == ',' || c.is_whitespace())
-                        .filter(|x| !x.is_empty())
-                        .map(str::to_string)
-                        .collect();
-                    let well_formed = |x: &String| {
-                        x.chars()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.')
-                    };
-                    if let Some(bad) = isa.iter().find(|x| !well_formed(x)) {
-                        return Err(Diagnostic::new(
-                            "syntax",
-                            at,
-                            format!("`{bad}` is not an instruction-set extension name (lowercase letters, digits and `.`, like `avx512f`)"),
-                        ));
-                    }
-                }
+                "isa" => isa = self.isa_list()?,
                 "dtypes" => {
                     let at = self.cur_span();
                     let text = self.string()?;
@@ -667,8 +672,28 @@ impl<'a, 'r> Parser<'a, 'r> {
         }
         self.bump();
         let instr = if is_instr {
+            let template = self.string()?;
+            // Optional clauses, as a memory's fields: what the template's C needs.
+            let (mut isa, mut header, mut finish) = (Vec::new(), String::new(), String::new());
+            loop {
+                if self.is_kw("isa") {
+                    self.bump();
+                    isa = self.isa_list()?;
+                } else if self.is_kw("header") {
+                    self.bump();
+                    header = self.string()?;
+                } else if self.is_kw("finish") {
+                    self.bump();
+                    finish = self.string()?;
+                } else {
+                    break;
+                }
+            }
             Some(Instr {
-                template: self.string()?,
+                template,
+                header,
+                isa,
+                finish,
             })
         } else {
             None

@@ -1,7 +1,7 @@
 //! The rules of memories with a capacity (`max_bytes`) or a fixed innermost extent (`last_dim`):
 //! a proc's allocations in a memory fit its capacity together, since C keeps them in one stack
 //! frame; a window of a `last_dim` memory's buffer keeps its innermost dimension whole, since the
-//! memory addresses whole vectors. Programs are written as text.
+//! memory addresses whole vectors; and the templates of instructions. Programs are written as text.
 
 mod common;
 
@@ -200,4 +200,66 @@ fn config_fields_around_an_allocation_are_its_own() {
     accepted(&sized_by_config(8192));
     let d = rejected(&sized_by_config(8193));
     assert!(note(&d).contains("C.k (a) = 8193"), "{d:?}");
+}
+
+/// An instruction's template and `finish` code are pasted into C blocks: placeholders must name
+/// arguments, and no brace may stand outside a placeholder (one could close the entry point's
+/// function early, which the C compiler might accept: review of the `finish` clause).
+#[test]
+fn instruction_templates_keep_their_braces_to_placeholders() {
+    let instr = |template: &str, clauses: &str| {
+        format!(
+            "instr put(dst: [f32][16] @ DRAM, src: [f32][16] @ DRAM) {template:?} {clauses} {{
+                for i in 0..16 {{ dst[i] = src[i]; }}
+            }}"
+        )
+    };
+    accepted(&instr(
+        "for (int k = 0; k < 16; k++) (&{dst_data})[k] = (&{src_data})[k];",
+        "finish \"(void) 0;\"",
+    ));
+    for (template, clauses, says) in [
+        ("{dst_data} = {y_data};", "", "`{y_data}` names no argument"),
+        ("{dst_data = 0;", "", "unclosed `{`"),
+        ("(void) 0; }", "", "`}` outside a placeholder"),
+        ("} {dst_data} = 0;", "", "`}` outside a placeholder"),
+        (
+            "{dst_data} = {src_data};",
+            "finish \"} static int q(void) { return 0;\"",
+            "`finish` code may not contain",
+        ),
+    ] {
+        let d = check(&instr(template, clauses)).expect_err(template);
+        assert!(
+            d.iter()
+                .any(|d| d.rule == "template" && d.message.contains(says)),
+            "{template} {clauses}: {d:?}"
+        );
+    }
+}
+
+/// `mm512_stream_ps` loads its source tile as 16 consecutive floats: a strided window of a tile
+/// is refused at the call (review: it was accepted, and the native code stored other values
+/// than the interpreter).
+#[test]
+fn streaming_store_needs_consecutive_source_and_destination() {
+    let src_only = "import \"avx512\";
+        proc s(y: f32[16] @ DRAM) {
+            alloc t: f32[16, 2] @ DRAM_STACK;
+            for k in 0..16 { t[k, 0] = 1.0; t[k, 1] = 2.0; }
+            mm512_stream_ps(y, t[0:16, 0]);
+        }";
+    let d = check(src_only).expect_err("a strided source");
+    assert!(
+        d.iter().any(|d| d.message.contains("stride(src, 0) == 1")),
+        "{d:?}"
+    );
+    accepted(
+        "import \"avx512\";
+        proc s(y: f32[16] @ DRAM) {
+            alloc t: f32[2, 16] @ DRAM_STACK;
+            for k in 0..16 { t[0, k] = 1.0; t[1, k] = 2.0; }
+            mm512_stream_ps(y, t[1, 0:16]);
+        }",
+    );
 }

@@ -19,13 +19,14 @@
 //!
 //! Compiler: `cc` unless `WEFT_CC` says otherwise; flags [`DEFAULT_FLAGS`] (`-O3 -march=native
 //! -mprefer-vector-width=512`) unless `WEFT_CFLAGS` says otherwise; always `-std=c99 -fPIC
-//! -shared -Werror=implicit-function-declaration -ffp-contract=off -fno-trapping-math` (no FMA contraction, so results are
-//! bit-identical to the interpreter but for the sign of NaNs folded from constants; no
-//! floating-point traps, which weft cannot observe, so GCC may vectorize
-//! clamped conversions: [`SEMANTIC_FLAGS`]) and `-lm`, and for a unit whose memories declare
-//! instruction-set extensions (`isa`) the flags that enable them (`-mavx512f`), so such kernels
-//! compile whatever `WEFT_CFLAGS` says. A unit that needs an extension this CPU lacks is refused
-//! before it is compiled or loaded ([`JitError::Isa`]), never run into an illegal instruction.
+//! -shared -Werror=implicit-function-declaration -ffp-contract=off -fno-trapping-math` (no FMA
+//! contraction, so results are bit-identical to the interpreter but for the sign of NaNs folded
+//! from constants; no floating-point traps, which weft cannot observe, so GCC may vectorize
+//! clamped conversions: [`SEMANTIC_FLAGS`]) and `-lm`, and for a unit whose memories or
+//! instructions declare instruction-set extensions (`isa`) the flags that enable them
+//! (`-mavx512f`), so such kernels compile whatever `WEFT_CFLAGS` says. A unit that needs an
+//! extension this CPU lacks is refused before it is compiled or loaded ([`JitError::Isa`]), never
+//! run into an illegal instruction.
 //!
 //! Cache: `WEFT_CACHE_DIR`, else `$XDG_CACHE_HOME/weft`, else `~/.cache/weft`; one `<sha256>.so`
 //! per (source, compiler, compiler version, flags), written to a temporary file, sealed with its

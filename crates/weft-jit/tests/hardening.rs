@@ -544,6 +544,35 @@ proc mul_stream(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, y: f32[n, 1
     assert_eq!(unit.isa, vec!["avx512f".to_string()]);
     assert_eq!(unit.source.matches("#include <immintrin.h>").count(), 1);
     assert_eq!(unit.source.matches("_mm_sfence();").count(), 1);
+    // Without the AVX512 memory, the instruction's own clauses are all the unit has; an entry
+    // that can fail (a DRAM allocation) fences on its way out too.
+    let only = procs(
+        r#"
+import "avx512";
+proc copy_stream(n: size, a: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM) {
+    alloc big: f32[n] @ DRAM;
+    for i in 0..n {
+        alloc t: f32[16] @ DRAM_STACK;
+        for j in 0..16 {
+            t[j] = a[i, j];
+        }
+        mm512_stream_ps(y[i, 0:16], t);
+        big[i] = t[0];
+    }
+    free big;
+}
+proc untouched(y: f32[1] @ DRAM) {
+    y[0] = 1.0;
+}
+"#,
+    );
+    let unit = weft_c::emit(&only).unwrap();
+    assert_eq!(unit.isa, vec!["avx512f".to_string()]);
+    assert!(unit
+        .source
+        .contains("/* instruction mm512_stream_ps */\n#include <immintrin.h>"));
+    assert_eq!(unit.source.matches("_mm_sfence();").count(), 1);
+    assert!(unit.source.contains("_mm_sfence();\n    return rc;"));
     let dir = tempfile::tempdir().unwrap();
     let r = jit(&dir).compile(&ps);
     if weft_jit::isa::missing(&["avx512f".into()]).is_some() {
@@ -575,4 +604,15 @@ proc mul_stream(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, y: f32[n, 1
             .chain(&y[offset + n * 16..])
             .all(|&v| v == -1.0));
     }
+    let m = jit(&dir).compile(&only).unwrap();
+    let mut y = vec![0.0f32; n * 16];
+    m.kernel("copy_stream")
+        .unwrap()
+        .call(&mut [
+            Arg::Int(n as i64),
+            Arg::Buf(BufArg::from_slice(&a, &[n, 16])),
+            Arg::Buf(BufArg::new(&mut y, &[n, 16])),
+        ])
+        .unwrap();
+    assert_eq!(y, a);
 }

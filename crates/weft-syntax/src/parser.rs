@@ -674,21 +674,32 @@ impl<'a, 'r> Parser<'a, 'r> {
         let instr = if is_instr {
             let template = self.string()?;
             // Optional clauses, as a memory's fields: what the template's C needs.
-            let (mut isa, mut header, mut finish) = (Vec::new(), String::new(), String::new());
+            let (mut isa, mut header, mut finish) = (None, None, None);
             loop {
-                if self.is_kw("isa") {
-                    self.bump();
-                    isa = self.isa_list()?;
-                } else if self.is_kw("header") {
-                    self.bump();
-                    header = self.string()?;
-                } else if self.is_kw("finish") {
-                    self.bump();
-                    finish = self.string()?;
-                } else {
-                    break;
+                let clause = match self.tok() {
+                    Tok::Ident(k) if ["isa", "header", "finish"].contains(&k.as_str()) => k.clone(),
+                    _ => break,
+                };
+                let at = self.cur_span();
+                self.bump();
+                let given = match clause.as_str() {
+                    "isa" => isa.replace(self.isa_list()?).is_some(),
+                    "header" => header.replace(self.string()?).is_some(),
+                    _ => finish.replace(self.string()?).is_some(),
+                };
+                if given {
+                    return Err(Diagnostic::new(
+                        "syntax",
+                        at,
+                        format!("instruction clause `{clause}` given twice"),
+                    ));
                 }
             }
+            let (isa, header, finish) = (
+                isa.unwrap_or_default(),
+                header.unwrap_or_default(),
+                finish.unwrap_or_default(),
+            );
             Some(Instr {
                 template,
                 header,

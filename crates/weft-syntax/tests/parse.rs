@@ -634,3 +634,38 @@ fn scalar_let_is_an_allocation_and_its_assignment() {
     let (ds, _) = parse_err("proc f(x: f32[4]) { let t: f32 = t + 1.0; }");
     assert!(ds[0].message.contains("unknown name `t`"), "{:?}", ds[0]);
 }
+
+/// An instruction's clauses after its template (`isa`, `header`, `finish`), in any order; one
+/// given twice is an error (review: a second, empty `isa` silently dropped the extension).
+#[test]
+fn instruction_clauses() {
+    let body = "(dst: [f32][16] @ DRAM) \"(void) {dst_data};\"";
+    let m = parse(&format!(
+        "instr a{body} finish \"f();\" isa \"avx512f, fma\" header \"#include <x.h>\" {{ pass; }}"
+    ));
+    let i = m.procs[0].instr.as_ref().unwrap();
+    assert_eq!(i.isa, vec!["avx512f".to_string(), "fma".to_string()]);
+    assert_eq!(
+        (i.header.as_str(), i.finish.as_str()),
+        ("#include <x.h>", "f();")
+    );
+    let m = parse(&format!("instr b{body} {{ pass; }}"));
+    let i = m.procs[0].instr.as_ref().unwrap();
+    assert!(i.isa.is_empty() && i.header.is_empty() && i.finish.is_empty());
+    for twice in [
+        "isa \"avx2\" isa \"\"",
+        "header \"\" header \"\"",
+        "finish \"f();\" isa \"avx2\" finish \"\"",
+    ] {
+        let (ds, _) = parse_err(&format!("instr c{body} {twice} {{ pass; }}"));
+        assert!(
+            ds[0].message.contains("given twice"),
+            "{twice}: {:?}",
+            ds[0]
+        );
+    }
+    let (ds, _) = parse_err(&format!("instr d{body} isa \"AVX2\" {{ pass; }}"));
+    assert!(ds[0]
+        .message
+        .contains("not an instruction-set extension name"));
+}

@@ -215,7 +215,7 @@ impl Build {
                 .args(&self.flags)
                 .args(&isa_flags)
                 .args(weft_jit::SEMANTIC_FLAGS)
-                .args(["-fPIC", "-c"])
+                .args(["-fPIC", "-c", "-Werror=implicit-function-declaration"])
                 .args(unit.parallel.then_some(weft_jit::OPENMP_FLAG))
                 .arg(&files.c)
                 .arg("-o")

@@ -1264,6 +1264,18 @@ impl Walk<'_> {
         }
         if let Some(instr) = &p.instr {
             self.template(p, &instr.template);
+            // `finish` is pasted as it is into the function every entry point runs: a brace
+            // there could close that function early.
+            if instr.finish.contains(['{', '}']) {
+                self.err(
+                    "template",
+                    p.span,
+                    format!(
+                        "instruction `{}`: its `finish` code may not contain `{{` or `}}` (it is pasted into the entry point's function as it is)",
+                        p.name
+                    ),
+                );
+            }
         }
         if self.mode != Mode::Summary {
             self.name_invariant_min_max(&p.body);
@@ -1278,10 +1290,26 @@ impl Walk<'_> {
         self.check_frames();
     }
 
-    /// Instruction templates may name only their own arguments.
+    /// Instruction templates may name only their own arguments, and have no `}` but those that
+    /// close placeholders (a template is pasted into a block: a brace could close it early).
     fn template(&mut self, p: &Proc, t: &str) {
         let mut rest = t;
-        while let Some(open) = rest.find('{') {
+        loop {
+            let open = rest.find('{');
+            if rest[..open.unwrap_or(rest.len())].contains('}') {
+                self.err(
+                    "template",
+                    p.span,
+                    format!(
+                        "instruction `{}`: `}}` outside a placeholder in template",
+                        p.name
+                    ),
+                );
+                return;
+            }
+            let Some(open) = open else {
+                return;
+            };
             let after = &rest[open + 1..];
             let Some(close) = after.find('}') else {
                 self.err(

@@ -324,7 +324,7 @@ pub struct ProcCx<'u> {
     pub(crate) narrow: Option<crate::narrow::Narrowing>,
     /// Inside the body of a short vector loop: the locals holding its repeated reads, by the
     /// C text of the element read (see [`ProcCx::load_repeated_reads`]).
-    read_locals: HashMap<String, String>,
+    pub(crate) read_locals: HashMap<String, String>,
     /// In a statement whose store scatters (its index reads data), which GCC vectorizes only
     /// where it can prove the stores distinct (a histogram's update: never): its float-to-int
     /// conversions take their scalar form (see [`crate::helpers::Helpers::float_to_int`]).
@@ -392,7 +392,7 @@ impl<'u> ProcCx<'u> {
     }
 
     /// A fresh temporary: `t_<what>_<n>`.
-    fn tmp(&mut self, what: &str) -> String {
+    pub(crate) fn tmp(&mut self, what: &str) -> String {
         self.counter += 1;
         format!("t_{what}_{}", self.counter)
     }
@@ -783,6 +783,7 @@ impl<'u> ProcCx<'u> {
         bound: &str,
         body: &[Stmt],
     ) -> Result<(), Diagnostic> {
+        self.stage_halved_reads(var, v, lo, bound, body)?;
         self.line("#pragma GCC unroll 1");
         if self.independent_iterations(var, body) {
             self.line("#pragma GCC ivdep");
@@ -842,6 +843,10 @@ impl<'u> ProcCx<'u> {
                     continue;
                 }
                 let text = self.element(&buf, idx, span)?;
+                // Already staged before the loop (a halved read): read from there.
+                if self.read_locals.contains_key(&text) {
+                    continue;
+                }
                 let n = count.entry(text.clone()).or_default();
                 *n += 1;
                 if *n == 2 {
@@ -889,7 +894,12 @@ impl<'u> ProcCx<'u> {
     }
 
     /// An lvalue of an element for a direct (non-instruction) access.
-    fn element(&mut self, buf: &Sym, idx: &[Expr], span: Span) -> Result<String, Diagnostic> {
+    pub(crate) fn element(
+        &mut self,
+        buf: &Sym,
+        idx: &[Expr],
+        span: Span,
+    ) -> Result<String, Diagnostic> {
         let v = self.view(buf, span)?;
         if !v.mem.addressable {
             return Err(unsupported(
@@ -1643,7 +1653,7 @@ fn reads_data(e: &Expr) -> bool {
 
 /// The accesses (keyed by the address of their index list) that every run of the block makes:
 /// the stores and reads of its statements outside any `if` (a `select` evaluates both sides).
-fn unconditional_accesses(body: &[Stmt]) -> std::collections::HashSet<usize> {
+pub(crate) fn unconditional_accesses(body: &[Stmt]) -> std::collections::HashSet<usize> {
     let mut keys = std::collections::HashSet::new();
     for s in body {
         if let StmtKind::Assign { idx, rhs, .. } | StmtKind::Reduce { idx, rhs, .. } = &s.kind {

@@ -26,6 +26,7 @@
 
 mod emit;
 mod entry;
+mod halved_reads;
 pub mod helpers;
 pub mod names;
 mod narrow;

@@ -400,14 +400,17 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
     // values that make a condition on the variable tight (`x <= e` gives `x = e`): the last
     // iteration that wrote a cell is usually one of them. A witness is enough for the
     // existential; other values are not tried, which is safe.
-    let mut values: Vec<Term> = match (
+    let (mut values, every): (Vec<Term>, bool) = match (
         crate::terms::const_value(&lo),
         crate::terms::const_value(&hi),
     ) {
-        (Some(l), Some(h)) if h.saturating_sub(l) <= SMALL_RANGE => (l..h).map(Term::Int).collect(),
-        _ => vec![lo.clone(), Term::sub(hi.clone(), Term::Int(1))],
+        (Some(l), Some(h)) if h.saturating_sub(l) <= SMALL_RANGE => {
+            ((l..h).map(Term::Int).collect(), true)
+        }
+        _ => (vec![lo.clone(), Term::sub(hi.clone(), Term::Int(1))], false),
     };
-    if values.len() <= 2 {
+    // A range tried value by value needs no other candidates (they would repeat its values).
+    if !every {
         for t in &cond {
             let (l, r, strict) = match t {
                 Term::Le(l, r) => (l, r, false),
@@ -415,12 +418,11 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
                 _ => continue,
             };
             let tight = |side: &Term, other: Term| {
-                (side.occurrences(id) == 1 && other.occurrences(id) == 0)
-                    .then(|| solve(id, side, other))
-                    .flatten()
-                    // A solution through a division is the floor: a candidate even where the
-                    // bound is not a multiple (`0 <= c - 32 * x` gives `x = c / 32`).
-                    .map(|(x, _)| x)
+                if side.occurrences(id) == 1 && other.occurrences(id) == 0 {
+                    tight_values(id, side, other)
+                } else {
+                    Vec::new()
+                }
             };
             let one = |t: &Term, k: i64| Term::add(t.clone(), Term::Int(k));
             let found = if l.occurrences(id) > 0 {
@@ -428,8 +430,8 @@ fn member(eqs: Vec<(Term, Term)>, mut cond: Vec<Term>, mut bound: Vec<(Var, Term
             } else {
                 tight(r, if strict { one(l, 1) } else { (**l).clone() })
             };
-            if let Some(x) = found {
-                if values.len() < 6 {
+            for x in found {
+                if values.len() < 8 {
                     values.push(x);
                 }
             }
@@ -754,6 +756,36 @@ fn solve(id: u64, l: &Term, r: Term) -> Option<(Term, Vec<Term>)> {
             Some((value, side))
         }
         _ => None,
+    }
+}
+
+/// Values of `id` that make `l = r` hold, or hold as nearly as integers allow: witnesses to
+/// try, not solutions (a wrong one only fails its case). As [`solve`], where a solution through
+/// a multiplication is the floor (`0 <= c - 32 * x` gives `x = c / 32`, a candidate even where
+/// the bound is not a multiple); and through a floor quotient by a positive constant,
+/// `a / k = r` holds for `k * r <= a <= k * r + k - 1`: both ends are candidates (a sliding
+/// window over an upsampled row, `(y + 1) / 2`, wrote a row in the iteration at such an end).
+fn tight_values(id: u64, l: &Term, r: Term) -> Vec<Term> {
+    let has = |t: &Term| t.occurrences(id) > 0;
+    match l {
+        Term::IntVar(v) if v.id == id => vec![r],
+        Term::Add(a, b) if has(a) => tight_values(id, a, Term::sub(r, (**b).clone())),
+        Term::Add(a, b) => tight_values(id, b, Term::sub(r, (**a).clone())),
+        Term::Sub(a, b) if has(a) => tight_values(id, a, Term::add(r, (**b).clone())),
+        Term::Sub(a, b) => tight_values(id, b, Term::sub((**a).clone(), r)),
+        Term::Neg(a) => tight_values(id, a, Term::Neg(Box::new(r))),
+        Term::Mul(..) => solve(id, l, r).map(|(x, _)| x).into_iter().collect(),
+        Term::Div(a, k) if has(a) && !has(k) => match crate::terms::const_value(k) {
+            Some(kv) if kv > 0 => {
+                let first = Term::mul(Term::Int(kv), r);
+                let last = Term::add(first.clone(), Term::Int(kv - 1));
+                let mut out = tight_values(id, a, first);
+                out.extend(tight_values(id, a, last));
+                out
+            }
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
     }
 }
 

@@ -363,6 +363,27 @@ impl Lin {
         }
     }
 
+    /// Whether `v` occurs once, in a positive multiple of a floor quotient `(a v + rest) / k`
+    /// with `a > 0` (`rest` without `v`): the expression then never decreases when `v` grows,
+    /// by steps that need not be constant (`(y + 1) / 2`).
+    pub fn is_quotient_in(&self, v: VarId) -> bool {
+        let mentions = |a: &Atom| {
+            let mut vars = Vec::new();
+            Lin {
+                terms: vec![(a.clone(), 1)],
+                k: 0,
+            }
+            .vars(&mut vars);
+            vars.contains(&v)
+        };
+        let with_v: Vec<&(Atom, i64)> = self.terms.iter().filter(|(a, _)| mentions(a)).collect();
+        let [(Atom::Div(x, _), c)] = with_v[..] else {
+            return false;
+        };
+        let inner: Vec<&(Atom, i64)> = x.terms.iter().filter(|(a, _)| mentions(a)).collect();
+        *c > 0 && matches!(inner[..], [(Atom::Var(u), a)] if *u == v && *a > 0)
+    }
+
     /// The expression with variables replaced (`f` returns the replacement, or `None` to keep).
     pub fn subst(&self, f: &dyn Fn(VarId) -> Option<Lin>) -> Lin {
         let mut out = Lin::konst(self.k);

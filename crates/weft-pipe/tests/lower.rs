@@ -263,3 +263,46 @@ fn random_wrapping_coordinates_match_or_stop() {
         "{matched} matched, {stopped} stopped"
     );
 }
+
+/// A producer read at rows `y / 2` and `(y + 1) / 2` (an upsampled level) and computed per row
+/// of its consumer, stored outside: its rows move by 0 or 1 per row, not by a constant, yet both
+/// ends never decrease, so it slides as Halide's does (each row computed once, where it was
+/// computed three times over: the rows of both reads in every iteration). The checker proves
+/// the rows read were written in an earlier iteration (the one at the end of the quotient's
+/// range), and the proc matches the reference, also in strips whose last one is guarded.
+#[test]
+fn upsampled_reads_slide_by_steps_that_are_not_constant() {
+    let p = weft_pipe::parse::parse_pipeline(
+        0,
+        "pipeline up(input: i32[2]) -> g {
+            f(x, y): i32 = input(x, y) * 3 + input(x + 1, y);
+            g(x, y): i32 = f(x / 2, y / 2) + f((x + 1) / 2, (y + 1) / 2);
+        }",
+        0,
+    )
+    .unwrap_or_else(|d| panic!("{d:?}"));
+    for (schedule, compute) in [
+        ("f.compute_at(g, y).store_root();", "y"),
+        (
+            "g.split(y, yo, yi, 8, GuardWithIf).parallel(yo); f.compute_at(g, yi).store_at(g, yo);",
+            "yi",
+        ),
+    ] {
+        let text = format!("schedule s = up {{ {schedule} }}");
+        let s = weft_pipe::script::parse_schedule(0, &text, 0, &p, Schedule::new(&p))
+            .unwrap_or_else(|d| panic!("{d:?}"))
+            .schedule;
+        let l = common::lowered(&p, &s, weft_pipe::lower::Engine::Tight);
+        let text = l.proc.to_string();
+        assert!(
+            text.contains(&format!("for f_y in select(g_{compute} == ")),
+            "{schedule}: f does not slide:\n{text}"
+        );
+        for (k, w) in windows().iter().enumerate() {
+            match run(&p, &s, &[], w, 6, 31 + k as u64) {
+                Outcome::Matched => {}
+                o => panic!("{schedule} on {w:?}: {o:?}"),
+            }
+        }
+    }
+}

@@ -820,8 +820,10 @@ fn random_pipelines_and_schedules_match_the_reference() {
 }
 
 /// A 2-D stencil chain for storage folding: `f0` taps the input, each later func taps the one
-/// before it at random offsets (constant windows, so they slide and fold).
-fn stencil_chain(r: &mut Rng) -> Pipeline {
+/// before it at random offsets (constant windows, so they slide and fold), or with `upsampled`
+/// now and then at a row of an upsampled level (`(y + k) / 2`: a window whose rows move by 0
+/// or 1 per row, which still slides).
+fn stencil_chain(r: &mut Rng, upsampled: bool) -> Pipeline {
     let nfuncs = 2 + r.below(2);
     let xy = |dx: i64, dy: i64| {
         vec![
@@ -833,7 +835,14 @@ fn stencil_chain(r: &mut Rng) -> Pipeline {
     for f in 0..nfuncs {
         let mut value: Option<Expr> = None;
         for _ in 0..1 + r.below(3) {
-            let at = xy(r.range(-2, 3), r.range(-2, 3));
+            let mut at = xy(r.range(-2, 3), r.range(-2, 3));
+            if upsampled && f > 0 && r.chance(25) {
+                at[1] = bin(
+                    BinOp::Div,
+                    bin(BinOp::Add, Expr::Var(1), int(r.range(0, 2))),
+                    int(2),
+                );
+            }
             let tap = if f == 0 {
                 Expr::input(0, at)
             } else {
@@ -862,12 +871,37 @@ fn stencil_chain(r: &mut Rng) -> Pipeline {
 /// same checks as above: the checker, the reference on random windows, compiled C now and then.
 #[test]
 fn folded_sliding_windows_match_the_reference() {
+    let t = sliding_windows(0xF01D_5EED_0BAD_CAFE, false);
+    assert_mostly_decided_and_matched(&t);
+    assert!(
+        t.folded * 4 >= t.lowered,
+        "too few schedules fold storage: {t:?}"
+    );
+}
+
+/// The same with rows of upsampled levels: windows that slide by steps that are not constant.
+/// The checker leaves more of these undecided (reads at quotients through folded windows, with
+/// or without such slides: 6 of 194 lowered in the default run, 12 of 188 from another seed),
+/// so the bound is 10%.
+#[test]
+fn upsampled_sliding_windows_match_the_reference() {
+    let t = sliding_windows(0x0B5A_3B1E_D0C5_1DE5, true);
+    assert!(t.matched * 2 >= t.lowered, "too few runs matched: {t:?}");
+    assert!(
+        t.undecided * 10 <= t.lowered.max(10),
+        "more than 10% of the lowered procs are undecided: {t:?}"
+    );
+}
+
+/// Random stencil chains (see [`stencil_chain`]) under random sliding schedules, each lowered,
+/// checked and run against the reference.
+fn sliding_windows(seed: u64, upsampled: bool) -> Tally {
     let cases = cases();
     let mut t = Tally::default();
-    let mut r = Rng(0xF01D_5EED_0BAD_CAFE);
+    let mut r = Rng(seed);
     let tails = [Tail::GuardWithIf, Tail::ShiftInwards, Tail::RoundUp];
     for _ in 0..cases {
-        let p = stencil_chain(&mut r);
+        let p = stencil_chain(&mut r, upsampled);
         t.pipelines += 1;
         let mut s = Schedule::new(&p);
         let n = p.funcs.len();
@@ -908,9 +942,5 @@ fn folded_sliding_windows_match_the_reference() {
         run_case(&p, &s, &mut r, &mut t);
     }
     eprintln!("{t:?}");
-    assert_mostly_decided_and_matched(&t);
-    assert!(
-        t.folded * 4 >= t.lowered,
-        "too few schedules fold storage: {t:?}"
-    );
+    t
 }

@@ -556,18 +556,35 @@ impl Lower<'_> {
             let next = e.subst(&|u| (u == v).then(|| Lin::var(v).add_k(1)));
             next.sub(&e).as_const()
         };
+        // A region that moves by steps that are not constant still slides if both ends never
+        // decrease: the earlier iterations computed every row up to the previous one's max.
+        // Only ends that are one quotient of the variable (an upsampled row, `(y + 1) / 2`):
+        // for those the checker finds the iteration that wrote a row (at an end of the
+        // quotient's range); minima and maxima of several it does not always find.
+        let non_decreasing = |e: &Lin| self.expand_defs(e).is_quotient_in(v);
         let mut moving = None;
         for (k, (lo, hi)) in region.iter().enumerate() {
             match (step(lo), step(hi)) {
                 (Some(0), Some(0)) => {}
-                (Some(a), Some(b)) if a >= 0 && b >= 0 && moving.is_none() => moving = Some((k, b)),
+                (Some(a), Some(b)) if a >= 0 && b >= 0 && moving.is_none() => {
+                    moving = Some((k, Some(b)))
+                }
+                _ if moving.is_none() && non_decreasing(lo) && non_decreasing(hi) => {
+                    moving = Some((k, None))
+                }
                 _ => return None,
             }
         }
         let (k, b) = moving?;
         let (lo, hi) = region[k].clone();
         let first = Cond::eq(&Lin::var(v), &st.vars[lv].min);
-        let fresh = lo.max_with(&self.expand_defs(&hi).add_k(1 - b));
+        let previous_max = match b {
+            Some(b) => self.expand_defs(&hi).add_k(-b),
+            None => self
+                .expand_defs(&hi)
+                .subst(&|u| (u == v).then(|| Lin::var(v).add_k(-1))),
+        };
+        let fresh = lo.max_with(&previous_max.add_k(1));
         region[k].0 = Lin::select(&first, &lo, &fresh);
         let written = (lo.min_with(&fresh), hi.clone());
         let extent = self.expand_defs(&hi).sub(&self.expand_defs(&lo)).add_k(1);

@@ -1,0 +1,183 @@
+//! Reads at half the lane of a short vector loop (an upsampled level: `a[(v + A) / 2]`), loaded
+//! before the loop as two dense rows and interleaved. GCC turns each such read into gathers (two
+//! per 16 lanes), where the loop needs only `N / 2 + 1` consecutive elements: lane `2j` reads
+//! element `j + A / 2` and lane `2j + 1` element `j + (A + 1) / 2` (floor division: `(2j + A) / 2
+//! = j + A / 2` for every integer `A`). The prologue
+//!
+//! ```c
+//! float t[N];
+//! for (int64_t j = 0; j < N / 2; j++) { t[2 * j] = a[.. j + A / 2]; t[2 * j + 1] = a[.. j + (A + 1) / 2]; }
+//! ```
+//!
+//! is two dense loads and a permutation to GCC's vectorizer, and the loop reads `t[v]`.
+//!
+//! Sound where the loop runs `v = 0 .. N` in full (constant bounds from 0), every iteration makes
+//! the read (it is not under an `if`; `select` evaluates both sides), and the body writes no
+//! buffer with the read's C base: the prologue then reads exactly the cells the loop reads (lane
+//! `l` the loop's cell at `v = l`), before stores that cannot change them. Its index arithmetic
+//! is the loop's, regrouped: `A + 1` is the numerator at `v = 1`, and `j + (A + p) / 2` is the
+//! quotient at `v = 2j + p`, values the checker proved the loop's own arithmetic computes.
+
+use crate::emit::{data_indexed, unconditional_accesses, Binding, ProcCx};
+use std::collections::HashSet;
+use weft_ir::{BinOp, Diagnostic, Expr, ExprKind, Stmt, StmtKind, Sym, Ty};
+
+/// Longest vector loop whose halved reads are staged (elements per staged row).
+const MAX_LANES: i64 = 64;
+
+impl ProcCx<'_> {
+    /// Emit the prologue of each halved read of the vector loop `for v in lo..bound: body`
+    /// (see the module docs) and let the body read the staged element instead.
+    pub(crate) fn stage_halved_reads(
+        &mut self,
+        var: &Sym,
+        v: &str,
+        lo: &str,
+        bound: &str,
+        body: &[Stmt],
+    ) -> Result<(), Diagnostic> {
+        let lanes = match bound.parse::<i64>() {
+            Ok(n) if lo == "0" && n >= 2 && n % 2 == 0 && n <= MAX_LANES => n,
+            _ => return Ok(()),
+        };
+        let mut written = HashSet::new();
+        let mut all_stores = true;
+        for s in body {
+            match &s.kind {
+                StmtKind::Assign { buf, .. } | StmtKind::Reduce { buf, .. } => {
+                    match self.env.get(buf) {
+                        Some(Binding::Buf(view)) => written.insert(view.base.clone()),
+                        _ => return Ok(()),
+                    };
+                }
+                _ => all_stores = false,
+            }
+        }
+        if !all_stores {
+            return Ok(());
+        }
+        let unconditional = unconditional_accesses(body);
+        let mut staged = HashSet::new();
+        for (buf, idx, span) in crate::emit::accesses(body) {
+            if !unconditional.contains(&(idx.as_ptr() as usize)) || data_indexed(idx) {
+                continue;
+            }
+            let Some(Binding::Buf(view)) = self.env.get(&buf) else {
+                continue;
+            };
+            if written.contains(&view.base) || !view.mem.addressable {
+                continue;
+            }
+            let elem = view.elem;
+            let Some((last, init)) = idx.split_last() else {
+                continue;
+            };
+            if init.iter().any(|i| mentions(i, var)) {
+                continue;
+            }
+            let Some((rest, numerator_rest)) = halved(last, var) else {
+                continue;
+            };
+            let text = self.element(&buf, idx, span)?;
+            if !staged.insert(text.clone()) {
+                continue;
+            }
+            let (row, j) = (self.tmp("halved"), self.tmp("j"));
+            let j_sym = Sym::new(&j);
+            self.env.insert(j_sym.clone(), Binding::Ctrl(j.clone()));
+            let lane = |parity: i64| {
+                let quotient = Expr::binary(
+                    BinOp::Div,
+                    Expr::binary(BinOp::Add, numerator_rest.clone(), Expr::int(parity)),
+                    Expr::int(2),
+                );
+                let mut at = init.to_vec();
+                at.push(Expr::binary(
+                    BinOp::Add,
+                    rest.clone(),
+                    Expr::binary(BinOp::Add, Expr::var(&j_sym, Ty::Int), quotient),
+                ));
+                at
+            };
+            let (even, odd) = (lane(0), lane(1));
+            let even = self.element(&buf, &even, span);
+            let odd = self.element(&buf, &odd, span);
+            self.env.remove(&j_sym);
+            let (even, odd) = (even?, odd?);
+            self.line(&format!("{} {row}[{lanes}];", crate::helpers::c_type(elem)));
+            // Kept a loop, as the vector loop is (GCC would unroll it first, then not
+            // vectorize it).
+            self.line("#pragma GCC unroll 1");
+            self.line(&format!(
+                "for (int64_t {j} = 0; {j} < {}; {j}++) {{",
+                lanes / 2
+            ));
+            self.line(&format!("    {row}[2 * {j}] = {even};"));
+            self.line(&format!("    {row}[2 * {j} + 1] = {odd};"));
+            self.line("}");
+            self.read_locals.insert(text, format!("{row}[{v}]"));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `e` mentions the control variable `var`.
+fn mentions(e: &Expr, var: &Sym) -> bool {
+    let mut found = false;
+    weft_ir::visit::walk_expr(e, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Var(s) if s == var);
+    });
+    found
+}
+
+/// The addends of an integer sum, with their signs (`true`: subtracted).
+fn addends(e: &Expr, negative: bool, out: &mut Vec<(bool, Expr)>) {
+    match &e.kind {
+        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if e.ty == Ty::Int => {
+            addends(a, negative, out);
+            addends(b, negative ^ (*op == BinOp::Sub), out);
+        }
+        _ => out.push((negative, e.clone())),
+    }
+}
+
+/// The sum of signed addends (`0` for none).
+fn sum(terms: &[(bool, Expr)]) -> Expr {
+    terms.iter().fold(Expr::int(0), |acc, (negative, t)| {
+        let op = if *negative { BinOp::Sub } else { BinOp::Add };
+        Expr::binary(op, acc, t.clone())
+    })
+}
+
+/// An index `R + (var + A) / 2` (one addend mentions `var`: the quotient by 2 of a sum in which
+/// `var` is one added term and nothing else mentions it): `R` and `A`.
+fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr)> {
+    let mut terms = Vec::new();
+    addends(last, false, &mut terms);
+    let at: Vec<usize> = (0..terms.len())
+        .filter(|&k| mentions(&terms[k].1, var))
+        .collect();
+    let [at] = at[..] else {
+        return None;
+    };
+    let (negative, quotient) = terms.remove(at);
+    let ExprKind::Binary(BinOp::Div, numerator, two) = &quotient.kind else {
+        return None;
+    };
+    if negative || two.as_int_const() != Some(2) || quotient.ty != Ty::Int {
+        return None;
+    }
+    let mut inner = Vec::new();
+    addends(numerator, false, &mut inner);
+    let with_var: Vec<usize> = (0..inner.len())
+        .filter(|&k| mentions(&inner[k].1, var))
+        .collect();
+    let [k] = with_var[..] else {
+        return None;
+    };
+    if !matches!(&inner[k], (false, t) if matches!(&t.kind, ExprKind::Var(s) if s == var)) {
+        return None;
+    }
+    inner.remove(k);
+    Some((sum(&terms), sum(&inner)))
+}

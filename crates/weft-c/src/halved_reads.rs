@@ -149,17 +149,21 @@ fn sum(terms: &[(bool, Expr)]) -> Expr {
     })
 }
 
+/// The position of the one addend that mentions `var` (`None`: none or several).
+fn only_addend_with(terms: &[(bool, Expr)], var: &Sym) -> Option<usize> {
+    let mut with = (0..terms.len()).filter(|&k| mentions(&terms[k].1, var));
+    match (with.next(), with.next()) {
+        (Some(k), None) => Some(k),
+        _ => None,
+    }
+}
+
 /// An index `R + (var + A) / 2` (one addend mentions `var`: the quotient by 2 of a sum in which
 /// `var` is one added term and nothing else mentions it): `R` and `A`.
 fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr)> {
     let mut terms = Vec::new();
     addends(last, false, &mut terms);
-    let at: Vec<usize> = (0..terms.len())
-        .filter(|&k| mentions(&terms[k].1, var))
-        .collect();
-    let [at] = at[..] else {
-        return None;
-    };
+    let at = only_addend_with(&terms, var)?;
     let (negative, quotient) = terms.remove(at);
     let ExprKind::Binary(BinOp::Div, numerator, two) = &quotient.kind else {
         return None;
@@ -169,12 +173,7 @@ fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr)> {
     }
     let mut inner = Vec::new();
     addends(numerator, false, &mut inner);
-    let with_var: Vec<usize> = (0..inner.len())
-        .filter(|&k| mentions(&inner[k].1, var))
-        .collect();
-    let [k] = with_var[..] else {
-        return None;
-    };
+    let k = only_addend_with(&inner, var)?;
     if !matches!(&inner[k], (false, t) if matches!(&t.kind, ExprKind::Var(s) if s == var)) {
         return None;
     }

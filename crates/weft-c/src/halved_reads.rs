@@ -15,8 +15,11 @@
 //! the read (it is not under an `if`; `select` evaluates both sides), and the body writes no
 //! buffer with the read's C base: the prologue then reads exactly the cells the loop reads (lane
 //! `l` the loop's cell at `v = l`), before stores that cannot change them. Its index arithmetic
-//! is the loop's, regrouped: `A + 1` is the numerator at `v = 1`, and `j + (A + p) / 2` is the
-//! quotient at `v = 2j + p`, values the checker proved the loop's own arithmetic computes.
+//! is the loop's: the quotient's node is replaced by `j + N(p) / 2`, where `N(p)` is the
+//! numerator's own tree with the lane variable's node replaced by `p` (its partial sums are the
+//! numerator's at `v = p`), and every sum above it keeps its tree and equals the loop's at
+//! `v = 2j + p`, so each value is one the checker proved the loop's arithmetic computes (a
+//! regrouped sum need not be: review).
 
 use crate::emit::{data_indexed, unconditional_accesses, Binding, ProcCx};
 use std::collections::HashSet;
@@ -75,7 +78,7 @@ impl ProcCx<'_> {
             if init.iter().any(|i| mentions(i, var)) {
                 continue;
             }
-            let Some((rest, numerator_rest)) = halved(last, var) else {
+            let Some((quotient, numerator, lane_var)) = halved(last, var) else {
                 continue;
             };
             let text = self.element(&buf, idx, span)?;
@@ -85,18 +88,17 @@ impl ProcCx<'_> {
             let (row, j) = (self.tmp("halved"), self.tmp("j"));
             let j_sym = Sym::new(&j);
             self.env.insert(j_sym.clone(), Binding::Ctrl(j.clone()));
+            // The quotient at `v = 2j + p` is `j + N(p) / 2`, `N(p)` the numerator's own tree at
+            // `v = p`; put in place of the quotient's node, the index keeps its tree.
             let lane = |parity: i64| {
-                let quotient = Expr::binary(
+                let half = Expr::binary(
                     BinOp::Div,
-                    Expr::binary(BinOp::Add, numerator_rest.clone(), Expr::int(parity)),
+                    replace_addend(&numerator, &lane_var, &Expr::int(parity)),
                     Expr::int(2),
                 );
+                let by = Expr::binary(BinOp::Add, Expr::var(&j_sym, Ty::Int), half);
                 let mut at = init.to_vec();
-                at.push(Expr::binary(
-                    BinOp::Add,
-                    rest.clone(),
-                    Expr::binary(BinOp::Add, Expr::var(&j_sym, Ty::Int), quotient),
-                ));
+                at.push(replace_addend(last, &quotient, &by));
                 at
             };
             let (even, odd) = (lane(0), lane(1));
@@ -141,12 +143,20 @@ fn addends(e: &Expr, negative: bool, out: &mut Vec<(bool, Expr)>) {
     }
 }
 
-/// The sum of signed addends (`0` for none).
-fn sum(terms: &[(bool, Expr)]) -> Expr {
-    terms.iter().fold(Expr::int(0), |acc, (negative, t)| {
-        let op = if *negative { BinOp::Sub } else { BinOp::Add };
-        Expr::binary(op, acc, t.clone())
-    })
+/// `e` with the addend `target` (a node of its sum, by identity) replaced by `by`: the tree's
+/// other nodes, and so the order of its additions, stay as they are.
+fn replace_addend(e: &Expr, target: &Expr, by: &Expr) -> Expr {
+    if Expr::ptr_eq(e, target) {
+        return by.clone();
+    }
+    match &e.kind {
+        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if e.ty == Ty::Int => Expr::binary(
+            *op,
+            replace_addend(a, target, by),
+            replace_addend(b, target, by),
+        ),
+        _ => e.clone(),
+    }
 }
 
 /// The position of the one addend that mentions `var` (`None`: none or several).
@@ -159,12 +169,12 @@ fn only_addend_with(terms: &[(bool, Expr)], var: &Sym) -> Option<usize> {
 }
 
 /// An index `R + (var + A) / 2` (one addend mentions `var`: the quotient by 2 of a sum in which
-/// `var` is one added term and nothing else mentions it): `R` and `A`.
-fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr)> {
+/// `var` is one added term and nothing else mentions it): the quotient's node, its numerator,
+/// and the numerator's node of `var`.
+fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr, Expr)> {
     let mut terms = Vec::new();
     addends(last, false, &mut terms);
-    let at = only_addend_with(&terms, var)?;
-    let (negative, quotient) = terms.remove(at);
+    let (negative, quotient) = terms.swap_remove(only_addend_with(&terms, var)?);
     let ExprKind::Binary(BinOp::Div, numerator, two) = &quotient.kind else {
         return None;
     };
@@ -173,10 +183,9 @@ fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr)> {
     }
     let mut inner = Vec::new();
     addends(numerator, false, &mut inner);
-    let k = only_addend_with(&inner, var)?;
-    if !matches!(&inner[k], (false, t) if matches!(&t.kind, ExprKind::Var(s) if s == var)) {
+    let (negative, lane) = inner.swap_remove(only_addend_with(&inner, var)?);
+    if negative || !matches!(&lane.kind, ExprKind::Var(s) if s == var) {
         return None;
     }
-    inner.remove(k);
-    Some((sum(&terms), sum(&inner)))
+    Some((quotient.clone(), numerator.clone(), lane))
 }

@@ -30,7 +30,7 @@ proc up_in_place(n: size, s: index, a: f32[n]) {
     assert s / 2 + 24 < n;
     assert 48 <= n;
     for v in 0..16 {
-        a[v + 32] = a[(v + s) / 2] + 1.0;
+        a[v + 4] = a[(v + s) / 2] + 1.0;
     }
 }
 ";
@@ -93,9 +93,57 @@ fn halved_reads_read_what_the_loop_reads() {
             ])
             .unwrap();
         let mut want = before.clone();
+        // In order: later iterations read what earlier ones wrote (s = 0: a[5] at v = 10).
         for v in 0..16i64 {
-            want[(v + 32) as usize] = want[((v + s).div_euclid(2)) as usize] + 1.0;
+            want[(v + 4) as usize] = want[((v + s).div_euclid(2)) as usize] + 1.0;
         }
         assert_eq!(b, want, "s = {s}");
     }
+}
+
+/// The staged index keeps the loop's tree of additions: every value it computes is one the
+/// loop computes, which the checker proved fits in 64 bits. A flattened and regrouped sum
+/// (review: `((0 + n K) + m K) - C` for `n K + (m K - C)`) overflowed here, which signed C
+/// arithmetic may not; compiled to trap on signed overflow.
+#[test]
+fn halved_reads_keep_the_order_of_the_index_arithmetic() {
+    let ps = procs(
+        "
+proc up_wide(n: size, m: size, a: f32[8], y: f32[8]) {
+    assert n + m == 2147483648;
+    for v in 0..8 {
+        y[v] = a[(v + (n * 4294967296 + (m * 4294967296 - 9223372036854775807))) / 2];
+    }
+}
+",
+    );
+    let unit = weft_c::emit(&ps).unwrap();
+    assert!(unit.source.contains("t_halved_"), "{}", unit.source);
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "-O0",
+        "-fsanitize=signed-integer-overflow",
+        "-fsanitize-undefined-trap-on-error",
+    ];
+    let jit = Jit::with_compiler(
+        dir.path(),
+        "cc",
+        flags.iter().map(|f| f.to_string()).collect(),
+    )
+    .unwrap();
+    let m = jit.compile(&ps).unwrap();
+    let a: Vec<f32> = (0..8).map(|i| i as f32 * 1.5).collect();
+    let mut y = vec![0.0f32; 8];
+    m.kernel("up_wide")
+        .unwrap()
+        .call(&mut [
+            Arg::Int(1 << 30),
+            Arg::Int(1 << 30),
+            Arg::Buf(BufArg::from_slice(&a, &[8])),
+            Arg::Buf(BufArg::new(&mut y, &[8])),
+        ])
+        .unwrap();
+    // n K + (m K - C) = 1: the loop reads a[(v + 1) / 2].
+    let want: Vec<f32> = (0..8).map(|v| a[(v + 1) / 2]).collect();
+    assert_eq!(y, want);
 }

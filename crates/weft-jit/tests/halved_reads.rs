@@ -144,6 +144,6 @@ proc up_wide(n: size, m: size, a: f32[8], y: f32[8]) {
         ])
         .unwrap();
     // n K + (m K - C) = 1: the loop reads a[(v + 1) / 2].
-    let want: Vec<f32> = (0..8).map(|v| a[(v + 1) / 2]).collect();
+    let want: Vec<f32> = (0..8usize).map(|v| a[v.div_ceil(2)]).collect();
     assert_eq!(y, want);
 }

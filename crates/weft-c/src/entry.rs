@@ -224,7 +224,7 @@ pub fn header_text(namespace: &str, context_def: &str, protos: &str) -> String {
 /// The check, run and entry functions of one root, and their prototypes.
 pub fn entry_points(
     unit: &mut UnitCx,
-    p: &Proc,
+    p: &std::sync::Arc<Proc>,
     info: &EntryInfo,
 ) -> Result<(String, String), Diagnostic> {
     let direct = &info.direct_symbol;
@@ -449,7 +449,7 @@ pub fn entry_points(
     // What the instructions the proc reaches ask to run before it returns (`finish`: a fence
     // after non-temporal stores), once each.
     let mut finish: Vec<String> = Vec::new();
-    for q in &weft_ir::visit::Deps::of(&std::sync::Arc::new(p.clone())).procs {
+    for q in &weft_ir::visit::Deps::of(p).procs {
         if let Some(f) = q.instr.as_ref().map(|i| i.finish.trim()) {
             if !f.is_empty() && !finish.iter().any(|x| x == f) {
                 finish.push(f.to_string());

@@ -22,6 +22,7 @@
 //! regrouped sum need not be: review).
 
 use crate::emit::{data_indexed, unconditional_accesses, Binding, ProcCx};
+use crate::vector_loops::{flatten, mentions};
 use std::collections::HashSet;
 use weft_ir::{BinOp, Diagnostic, Expr, ExprKind, Stmt, StmtKind, Sym, Ty};
 
@@ -43,21 +44,16 @@ impl ProcCx<'_> {
             Ok(n) if lo == "0" && n >= 2 && n % 2 == 0 && n <= MAX_LANES => n,
             _ => return Ok(()),
         };
+        // A vector loop's body is assignments only (`vector_shaped`); anything else is left.
         let mut written = HashSet::new();
-        let mut all_stores = true;
         for s in body {
-            match &s.kind {
-                StmtKind::Assign { buf, .. } | StmtKind::Reduce { buf, .. } => {
-                    match self.env.get(buf) {
-                        Some(Binding::Buf(view)) => written.insert(view.base.clone()),
-                        _ => return Ok(()),
-                    };
-                }
-                _ => all_stores = false,
-            }
-        }
-        if !all_stores {
-            return Ok(());
+            let StmtKind::Assign { buf, .. } = &s.kind else {
+                return Ok(());
+            };
+            let Some(Binding::Buf(view)) = self.env.get(buf) else {
+                return Ok(());
+            };
+            written.insert(view.base.clone());
         }
         let unconditional = unconditional_accesses(body);
         let mut staged = HashSet::new();
@@ -123,26 +119,6 @@ impl ProcCx<'_> {
     }
 }
 
-/// Whether `e` mentions the control variable `var`.
-fn mentions(e: &Expr, var: &Sym) -> bool {
-    let mut found = false;
-    weft_ir::visit::walk_expr(e, &mut |x| {
-        found |= matches!(&x.kind, ExprKind::Var(s) if s == var);
-    });
-    found
-}
-
-/// The addends of an integer sum, with their signs (`true`: subtracted).
-fn addends(e: &Expr, negative: bool, out: &mut Vec<(bool, Expr)>) {
-    match &e.kind {
-        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if e.ty == Ty::Int => {
-            addends(a, negative, out);
-            addends(b, negative ^ (*op == BinOp::Sub), out);
-        }
-        _ => out.push((negative, e.clone())),
-    }
-}
-
 /// `e` with the addend `target` (a node of its sum, by identity) replaced by `by`: the tree's
 /// other nodes, and so the order of its additions, stay as they are.
 fn replace_addend(e: &Expr, target: &Expr, by: &Expr) -> Expr {
@@ -150,7 +126,8 @@ fn replace_addend(e: &Expr, target: &Expr, by: &Expr) -> Expr {
         return by.clone();
     }
     match &e.kind {
-        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if e.ty == Ty::Int => Expr::binary(
+        // The nodes `flatten` descends, so that the addend it found is reached.
+        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => Expr::binary(
             *op,
             replace_addend(a, target, by),
             replace_addend(b, target, by),
@@ -159,11 +136,13 @@ fn replace_addend(e: &Expr, target: &Expr, by: &Expr) -> Expr {
     }
 }
 
-/// The position of the one addend that mentions `var` (`None`: none or several).
-fn only_addend_with(terms: &[(bool, Expr)], var: &Sym) -> Option<usize> {
-    let mut with = (0..terms.len()).filter(|&k| mentions(&terms[k].1, var));
+/// The one addend of the sum `e` that mentions `var`, with its sign (`None`: none or several).
+fn only_addend_with<'e>(e: &'e Expr, var: &Sym) -> Option<(i64, &'e Expr)> {
+    let (mut terms, mut k) = (Vec::new(), 0);
+    flatten(e, 1, &mut terms, &mut k)?;
+    let mut with = terms.into_iter().filter(|(_, t)| mentions(t, var));
     match (with.next(), with.next()) {
-        (Some(k), None) => Some(k),
+        (Some(t), None) => Some(t),
         _ => None,
     }
 }
@@ -172,20 +151,16 @@ fn only_addend_with(terms: &[(bool, Expr)], var: &Sym) -> Option<usize> {
 /// `var` is one added term and nothing else mentions it): the quotient's node, its numerator,
 /// and the numerator's node of `var`.
 fn halved(last: &Expr, var: &Sym) -> Option<(Expr, Expr, Expr)> {
-    let mut terms = Vec::new();
-    addends(last, false, &mut terms);
-    let (negative, quotient) = terms.swap_remove(only_addend_with(&terms, var)?);
+    let (sign, quotient) = only_addend_with(last, var)?;
     let ExprKind::Binary(BinOp::Div, numerator, two) = &quotient.kind else {
         return None;
     };
-    if negative || two.as_int_const() != Some(2) || quotient.ty != Ty::Int {
+    if sign < 0 || two.as_int_const() != Some(2) || quotient.ty != Ty::Int {
         return None;
     }
-    let mut inner = Vec::new();
-    addends(numerator, false, &mut inner);
-    let (negative, lane) = inner.swap_remove(only_addend_with(&inner, var)?);
-    if negative || !matches!(&lane.kind, ExprKind::Var(s) if s == var) {
+    let (sign, lane) = only_addend_with(numerator, var)?;
+    if sign < 0 || !matches!(&lane.kind, ExprKind::Var(s) if s == var) {
         return None;
     }
-    Some((quotient.clone(), numerator.clone(), lane))
+    Some((quotient.clone(), numerator.clone(), lane.clone()))
 }

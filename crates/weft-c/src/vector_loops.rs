@@ -140,7 +140,12 @@ fn same_terms(a: &[(i64, &Expr)], b: &[(i64, &Expr)]) -> bool {
 }
 
 /// The terms of a sum, each with its sign, and its integer constants added into `k`.
-fn flatten<'a>(e: &'a Expr, sign: i64, out: &mut Vec<(i64, &'a Expr)>, k: &mut i64) -> Option<()> {
+pub(crate) fn flatten<'a>(
+    e: &'a Expr,
+    sign: i64,
+    out: &mut Vec<(i64, &'a Expr)>,
+    k: &mut i64,
+) -> Option<()> {
     match &e.kind {
         ExprKind::Binary(BinOp::Add, a, b) => {
             flatten(a, sign, out, k)?;

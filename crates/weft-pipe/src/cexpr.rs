@@ -363,18 +363,23 @@ impl Lin {
         }
     }
 
+    /// Whether the expression mentions `v`.
+    pub fn mentions(&self, v: VarId) -> bool {
+        let mut vars = Vec::new();
+        self.vars(&mut vars);
+        vars.contains(&v)
+    }
+
     /// Whether `v` occurs once, in a positive multiple of a floor quotient `(a v + rest) / k`
     /// with `a > 0` (`rest` without `v`): the expression then never decreases when `v` grows,
     /// by steps that need not be constant (`(y + 1) / 2`).
     pub fn is_quotient_in(&self, v: VarId) -> bool {
         let mentions = |a: &Atom| {
-            let mut vars = Vec::new();
             Lin {
                 terms: vec![(a.clone(), 1)],
                 k: 0,
             }
-            .vars(&mut vars);
-            vars.contains(&v)
+            .mentions(v)
         };
         let with_v: Vec<&(Atom, i64)> = self.terms.iter().filter(|(a, _)| mentions(a)).collect();
         let [(Atom::Div(x, _), c)] = with_v[..] else {

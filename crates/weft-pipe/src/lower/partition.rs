@@ -46,7 +46,7 @@ impl Lower<'_> {
         for l in self.coordinate_lins(f, s)? {
             collect_extrema(&self.expand_defs(&l), &mut atoms);
         }
-        let moves = |l: &Lin| mentions(l, v) || inner.iter().any(|(u, ..)| mentions(l, *u));
+        let moves = |l: &Lin| l.mentions(v) || inner.iter().any(|(u, ..)| l.mentions(*u));
         let mut resolved = Resolved::new();
         let (mut lows, mut highs) = (Vec::new(), Vec::new());
         loop {
@@ -245,7 +245,7 @@ fn linear_in(
         let (a, b) = (k.checked_mul(lo)?, k.checked_mul(hi)?);
         spans.push((a.min(b), a.max(b)));
     }
-    if c == 0 || mentions(&rest, v) || inner.iter().any(|(u, ..)| mentions(&rest, *u)) {
+    if c == 0 || rest.mentions(v) || inner.iter().any(|(u, ..)| rest.mentions(*u)) {
         return None;
     }
     // The bounds negate `c` and `rest` and divide by `c`: exactly, as the coefficients of
@@ -261,10 +261,4 @@ fn linear_in(
     Some((c, move |largest: bool| {
         rest.add_k(if largest { most } else { least })
     }))
-}
-
-fn mentions(l: &Lin, v: VarId) -> bool {
-    let mut vars = Vec::new();
-    l.vars(&mut vars);
-    vars.contains(&v)
 }

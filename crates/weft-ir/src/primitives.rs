@@ -29,6 +29,8 @@ pub enum ParamKind {
     Value,
     /// A region of a buffer: `A[lo:hi, lo:hi, ...]`.
     Region,
+    /// A window of a buffer, as a call passes it: `A[i, lo:hi, ...]` (points and intervals).
+    Window,
     /// The name of a memory (`DRAM`, `DRAM_STACK`, `AVX512`, ...).
     Memory,
     /// A data type (`f32`, `i8`, ...).
@@ -60,6 +62,7 @@ impl ParamKind {
             ParamKind::DataExpr => "a data expression".into(),
             ParamKind::Value => "a value".into(),
             ParamKind::Region => "a region `A[lo:hi, ...]`".into(),
+            ParamKind::Window => "a window `A[i, lo:hi, ...]`".into(),
             ParamKind::Memory => "a memory".into(),
             ParamKind::DType => "a data type".into(),
             ParamKind::Proc => "a proc name".into(),
@@ -458,6 +461,16 @@ pub const PRIMITIVES: &[Primitive] = &[
         "the block unifies with the callee's body and the callee's preconditions hold.",
     ),
     prim(
+        "insert_call",
+        &[
+            STMT,
+            req("callee", ParamKind::Proc, "the proc or instruction: one buffer parameter, a body that does nothing"),
+            req("window", ParamKind::Window, "its argument"),
+        ],
+        "Inserts a call of the callee on the window just before the statement: an instruction with no effect on the program's values, such as a cache prefetch (`prefetch_f32` in lib/cache.weft).",
+        "the callee's body is `pass` only, and the call checks where it stands: the window lies inside its buffer and the callee's preconditions hold.",
+    ),
+    prim(
         "call_eqv",
         &[
             req("call", ParamKind::Stmt, "the call (`\"call f\"`)"),
@@ -786,6 +799,7 @@ pub fn reference_markdown() -> String {
         ParamKind::Cond,
         ParamKind::DataExpr,
         ParamKind::Region,
+        ParamKind::Window,
         ParamKind::ConfigField,
         ParamKind::Binding,
     ];
@@ -860,6 +874,7 @@ fn kind_explanation(k: ParamKind) -> &'static str {
         ParamKind::Cond => "a boolean control expression (`n > 8 and i < n`).",
         ParamKind::DataExpr => "an expression over the buffers in scope of the statement (`A[i, k] * 2.0`).",
         ParamKind::Region => "one interval per dimension, its bounds control expressions in scope of the statement (`C[4 * io:4 * io + 4, 0:n]`).",
+        ParamKind::Window => "a point or an interval per dimension, as in a call's argument, control expressions in scope of the statement (`A[c, y + 1, 16 * x:16 * x + 16]`).",
         ParamKind::ConfigField => "a field of a config of the module or its imports.",
         ParamKind::Binding => "a control argument and its value (`N = 64`).",
         _ => "",

@@ -1,7 +1,7 @@
 //! Procedures, their arguments, and the hardware-library items (memories, configs, instructions).
 
 use crate::diag::Span;
-use crate::expr::Expr;
+use crate::expr::{Expr, WinCoord};
 use crate::stmt::Block;
 use crate::sym::Sym;
 use crate::types::{CtrlType, DType, Ty};
@@ -317,6 +317,12 @@ pub enum SchedValue {
         buf: String,
         dims: Vec<(Expr, Expr)>,
     },
+    /// `A[i, lo:hi, ...]`: the buffer's name and each coordinate, a point or an interval
+    /// (placeholder names).
+    Window {
+        buf: String,
+        coords: Vec<WinCoord>,
+    },
     ConfigField {
         config: Arc<Config>,
         field: usize,
@@ -354,6 +360,18 @@ impl std::fmt::Display for SchedValue {
                     .map(|(lo, hi)| format!("{}:{}", expr_to_string(lo), expr_to_string(hi)))
                     .collect();
                 write!(f, "{buf}[{}]", dims.join(", "))
+            }
+            SchedValue::Window { buf, coords } => {
+                let coords: Vec<String> = coords
+                    .iter()
+                    .map(|c| match c {
+                        WinCoord::Point(e) => expr_to_string(e),
+                        WinCoord::Interval(lo, hi) => {
+                            format!("{}:{}", expr_to_string(lo), expr_to_string(hi))
+                        }
+                    })
+                    .collect();
+                write!(f, "{buf}[{}]", coords.join(", "))
             }
             SchedValue::ConfigField { config, field } => {
                 let name = config.fields.get(*field).map_or("?", |x| x.name.as_str());

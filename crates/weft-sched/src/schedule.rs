@@ -304,6 +304,24 @@ impl Schedule {
         })
     }
 
+    /// See [`prims::insert_call`]: a call of `callee` (whose body is `pass`) on `window` before
+    /// the statement at `c`.
+    pub fn insert_call(
+        &mut self,
+        c: &Cursor,
+        callee: &Arc<Proc>,
+        window: &Expr,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!(
+            "insert_call({}, {})",
+            callee.name,
+            weft_ir::print::expr_to_string(window)
+        );
+        self.apply("insert_call", c, step, |a, p, at| {
+            prims::insert_call::insert_call(a, p, at, callee, window)
+        })
+    }
+
     /// See [`prims::fuse`].
     pub fn fuse(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("fuse", c, "fuse".into(), |a, p, at| {

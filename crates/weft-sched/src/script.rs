@@ -245,6 +245,12 @@ pub fn apply_step_in(
                 s.call_eqv(&c, &g)?;
             }
         }
+        "insert_call" => {
+            let c = a.stmt(s, 0)?;
+            let g = proc_named(s, 1)?;
+            let w = a.window(s, &c, 2)?;
+            s.insert_call(&c, &g, &w)?;
+        }
         "rename" => {
             let name = new_proc_name(s, 0)?;
             s.rename(name)?;

@@ -178,6 +178,7 @@ proc f(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
                 ParamKind::Cond => "n > 0",
                 ParamKind::DataExpr => "x[i]",
                 ParamKind::Region => "x[0:n]",
+                ParamKind::Window => "x[0:n]",
                 ParamKind::Memory => "DRAM",
                 ParamKind::DType => "f64",
                 ParamKind::Proc => "f",

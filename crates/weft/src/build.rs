@@ -200,7 +200,13 @@ impl Build {
                 .iter()
                 .filter(|p| program.module.pipelines.iter().any(|i| i.name == p.name))
                 .filter(|p| weft_pipe::lower::first_derived(p) < p.args.len())
-                .map(|p| (p.name.clone(), format!("{p}\n")))
+                // The derivation alone (arguments and the preconditions that define the
+                // derived ones): a proc that calls instructions after proc-level steps would
+                // not read back without them.
+                .map(|p| {
+                    let d = weft_pipe::lower::derivation(p);
+                    (p.name.clone(), format!("{d}\n"))
+                })
                 .collect();
             let (files, unit) = aot::write(&program, &procs, out, &ns, &ns)?;
             let isa_flags = weft_jit::isa::flags(&unit.isa).map_err(|n| {

@@ -113,48 +113,60 @@ pub fn lower_checked(
     let lowered = lower_unchecked(pipeline, schedule, span)?;
     let cache = weft_jit::Jit::new().ok();
     let dir = cache.as_ref().map(|j| j.cache_dir());
-    match check_lowered_once(&lowered, span, dir) {
+    match check_lowered_once(&lowered.proc, span, dir) {
         Ok(()) => Ok(lowered),
-        Err(d) => checked_fallback(pipeline, schedule, &lowered, d, span, dir),
+        Err(d) => checked_fallback(pipeline, schedule, &lowered, d, None, span, dir),
     }
 }
 
 /// Where the checker rejected the lowered proc `rejected` (with `rejection`): the pipeline
 /// lowered without partitioning loops that no split made around loops of constant ranges
 /// ([`weft_pipe::lower::lower_unpartitioned`]), which the checker cannot always combine for a
-/// reader of the func, checked in turn; the rejection stands where that is the same proc.
+/// reader of the func, its proc-level `steps` applied (where `rejected` had them), checked in
+/// turn; the rejection stands where that is the same proc.
 fn checked_fallback(
     pipeline: &Pipeline,
     schedule: &Schedule,
     rejected: &Lowered,
     rejection: Vec<Diagnostic>,
+    steps: Option<(&Program, &[(String, Span)])>,
     span: Span,
     cache: Option<&std::path::Path>,
 ) -> Result<Lowered, Vec<Diagnostic>> {
     let plain = weft_syntax::std_memory("DRAM")
         .and_then(|dram| weft_pipe::lower::lower_unpartitioned(pipeline, schedule, &dram).ok())
-        .filter(|plain| plain.proc.to_string() != rejected.proc.to_string())
-        .ok_or(rejection)?;
-    check_lowered_once(&plain, span, cache)?;
+        .ok_or_else(|| rejection.clone())?;
+    let plain = match steps {
+        Some((p, steps)) => Lowered {
+            proc: apply_proc_steps(p, &plain.proc, steps)?,
+            ..plain
+        },
+        None => plain,
+    };
+    if plain.proc.to_string() == rejected.proc.to_string() {
+        return Err(rejection);
+    }
+    check_lowered_once(&plain.proc, span, cache)?;
     Ok(plain)
 }
 
 /// [`check_lowered`], its verdict remembered: an empty file `checked-<key>` in the JIT cache
 /// directory `cache` (none: nothing remembered) for each lowered proc this build of weft
-/// accepted, the key the hash of weft's sources (see build.rs) and of the proc's text (which
-/// reads back to the same proc). A lowered proc calls nothing, so its text is all the checker reads of it, and
-/// the checker of one build gives one verdict: a proc accepted before is accepted again
-/// without the solver (interpolate's proofs take 15 s). Rejections are not remembered.
+/// accepted, the key the hash of weft's sources (see build.rs) and of the proc's text with the
+/// procs it calls and the memories they use ([`standalone`], which reads back to the same
+/// procs): all the checker reads of it. The checker of one build gives one verdict, so a proc
+/// accepted before is accepted again without the solver (interpolate's proofs take 15 s).
+/// Rejections are not remembered.
 fn check_lowered_once(
-    lowered: &Lowered,
+    proc: &Arc<Proc>,
     span: Span,
     cache: Option<&std::path::Path>,
 ) -> Result<(), Vec<Diagnostic>> {
-    let marker = cache.and_then(|dir| verdict_marker(dir, &lowered.proc));
+    let marker = cache.map(|dir| verdict_marker(dir, proc));
     if marker.as_ref().is_some_and(|m| m.exists()) {
         return Ok(());
     }
-    check_lowered(lowered, span)?;
+    check_lowered(proc, span)?;
     if let Some(m) = marker {
         // Best effort: a verdict that cannot be written is proved again next time.
         let _ = std::fs::write(m, b"");
@@ -180,16 +192,17 @@ fn lower_unchecked(
 }
 
 /// Every rule of `weft check` on a lowered proc, and its parallel loops race-free.
-fn check_lowered(lowered: &Lowered, span: Span) -> Result<(), Vec<Diagnostic>> {
-    weft_check::check_proc(&lowered.proc)?;
+fn check_lowered(proc: &Arc<Proc>, span: Span) -> Result<(), Vec<Diagnostic>> {
+    weft_check::check_proc(proc)?;
     let mut analysis = weft_sched::effects::Analysis::new();
-    weft_sched::prims::parallelize::check_parallel_loops(&mut analysis, &lowered.proc, "parallel")
-        .map_err(|e| {
+    weft_sched::prims::parallelize::check_parallel_loops(&mut analysis, proc, "parallel").map_err(
+        |e| {
             let mut d = e.to_diagnostic();
             d.rule = "race";
             d.span = span;
             vec![d]
-        })
+        },
+    )
 }
 
 /// Lower the pipeline `name` (see [`parse`], [`lower_checked`]) and apply its proc-level steps.
@@ -198,7 +211,29 @@ pub fn lower(p: &Program, name: &str) -> Result<LoweredPipeline, Error> {
     let span = item(p, name).map_or(Span::DUMMY, |i| i.span);
     let lowered =
         lower_checked(&pipeline, &schedule, span).map_err(|d| Error::new(&p.sources, d))?;
-    let mut sched = weft_sched::Schedule::new(lowered.proc.clone());
+    let proc = apply_proc_steps(p, &lowered.proc, &steps).map_err(|d| Error::new(&p.sources, d))?;
+    if !steps.is_empty() {
+        let cache = weft_jit::Jit::new().ok();
+        check_lowered_once(&proc, span, cache.as_ref().map(|j| j.cache_dir()))
+            .map_err(|d| Error::new(&p.sources, d))?;
+    }
+    Ok(LoweredPipeline {
+        pipeline,
+        schedule,
+        lowered,
+        proc,
+    })
+}
+
+/// A pipeline's proc-level steps (text, place), applied in order to its lowered proc `proc`
+/// with the names of the program `p` (its procs, instructions and memories, its imports' and
+/// the prelude's). The result is not checked as a whole yet.
+fn apply_proc_steps(
+    p: &Program,
+    proc: &Arc<Proc>,
+    steps: &[(String, Span)],
+) -> Result<Arc<Proc>, Vec<Diagnostic>> {
+    let mut sched = weft_sched::Schedule::new(proc.clone());
     let (module, scope) = (&p.module, &p.scope);
     let memories = |n: &str| {
         module
@@ -208,30 +243,19 @@ pub fn lower(p: &Program, name: &str) -> Result<LoweredPipeline, Error> {
             .or_else(|| weft_syntax::std_memory(n))
     };
     let procs = |n: &str| module.proc(n).or_else(|| scope.procs.get(n)).cloned();
-    for (text, at) in &steps {
+    for (text, at) in steps {
         let mut sc = p.scope.clone();
         let step = weft_syntax::parse_step(at.file, text, &mut sc).map_err(|mut d| {
             d.span = *at;
-            Error::new(&p.sources, vec![d])
+            vec![d]
         })?;
         weft_sched::script::apply_step_in(&mut sched, &step, &memories, &procs).map_err(|e| {
             let mut d = e.to_diagnostic();
             d.span = *at;
-            Error::new(&p.sources, vec![d])
+            vec![d]
         })?;
     }
-    let proc = sched.proc().clone();
-    if !steps.is_empty() {
-        if let Err(d) = weft_check::check_procs(std::slice::from_ref(&proc)) {
-            return Err(Error::new(&p.sources, d));
-        }
-    }
-    Ok(LoweredPipeline {
-        pipeline,
-        schedule,
-        lowered,
-        proc,
-    })
+    Ok(sched.proc().clone())
 }
 
 /// An input given to [`realize`]: its region (min, extent per dimension, first dimension
@@ -765,6 +789,31 @@ pub fn compile(
     pipeline: &Pipeline,
     schedule: &Schedule,
 ) -> Result<CompiledPipeline, Vec<Diagnostic>> {
+    compile_stepped(jit, pipeline, schedule, None)
+}
+
+/// [`compile`] for the pipeline or pipeline schedule `name` of a program: its directives, then
+/// its proc-level steps (`replace`, `insert_call`, `stage_mem`, ...) on the lowered proc, the
+/// result checked as a whole. The cache key holds the steps and every proc, instruction, memory
+/// and config the program can name, so an entry is found again only for the same definitions.
+pub fn compile_named(
+    jit: &weft_jit::Jit,
+    p: &Program,
+    name: &str,
+) -> Result<CompiledPipeline, Error> {
+    let (pipeline, schedule, steps) = parse(p, name)?;
+    compile_stepped(jit, &pipeline, &schedule, Some((p, &steps)))
+        .map_err(|d| Error::new(&p.sources, d))
+}
+
+/// [`compile`], then the proc-level steps of `steps` (with the program whose names they use).
+fn compile_stepped(
+    jit: &weft_jit::Jit,
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    steps: Option<(&Program, &[(String, Span)])>,
+) -> Result<CompiledPipeline, Vec<Diagnostic>> {
+    let steps = steps.filter(|(_, s)| !s.is_empty());
     let io = |e: &dyn std::fmt::Display| vec![Diagnostic::new("jit", Span::DUMMY, e.to_string())];
     let key = {
         use sha2::{Digest, Sha256};
@@ -788,6 +837,20 @@ pub fn compile(
             env!("WEFT_SOURCE_HASH"),
             jit.fingerprint()
         );
+        if let Some((p, steps)) = steps {
+            // What the steps may name: a step's text names procs and memories that the
+            // program defines (or imports), whose definitions change the result.
+            let _ = write!(h, "\nsteps {steps:?}");
+            for q in p.module.procs.iter().chain(p.scope.procs.values()) {
+                let _ = write!(h, "\n{q}");
+            }
+            for m in p.module.memories.iter().chain(p.scope.memories.values()) {
+                let _ = write!(h, "\n{m:?}");
+            }
+            for c in p.module.configs.iter().chain(p.scope.configs.values()) {
+                let _ = write!(h, "\n{c:?}");
+            }
+        }
         h.0.finalize()
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -801,12 +864,19 @@ pub fn compile(
         }
     }
     let lowered = lower_unchecked(pipeline, schedule, Span::DUMMY)?;
+    let lowered = match steps {
+        Some((p, steps)) => Lowered {
+            proc: apply_proc_steps(p, &lowered.proc, steps)?,
+            ..lowered
+        },
+        None => lowered,
+    };
     // The C compiler runs while the checker proves the proc (on another core where there is
     // one); what it built is dropped unless the proc is accepted. Compiling and loading an
     // unchecked proc is harmless: nothing of it runs until the module is returned.
     let (checked, module) = std::thread::scope(|s| {
         let build = s.spawn(|| jit.compile(std::slice::from_ref(&lowered.proc)));
-        let checked = check_lowered_once(&lowered, Span::DUMMY, Some(jit.cache_dir()));
+        let checked = check_lowered_once(&lowered.proc, Span::DUMMY, Some(jit.cache_dir()));
         (checked, build.join())
     });
     let (lowered, module) = match checked {
@@ -822,6 +892,7 @@ pub fn compile(
                 schedule,
                 &lowered,
                 d,
+                steps,
                 Span::DUMMY,
                 Some(jit.cache_dir()),
             )?;
@@ -833,7 +904,7 @@ pub fn compile(
     };
     // Whole or not at all: each file written aside, then renamed into place; the proc first,
     // so that an entry found has its proc.
-    let proc_text = format!("{}\n", lowered.proc);
+    let proc_text = standalone(&lowered.proc);
     let entry = cache_entry(&lowered.proc, &proc_text, &module);
     for (text, to) in [(&proc_text, &proc_path), (&entry, &path)] {
         let tmp = jit.cache_dir().join(entry_temporary(&key));
@@ -849,19 +920,62 @@ pub fn compile(
     })
 }
 
-/// The file that remembers that this build of weft accepted `proc` (see [`check_lowered_once`]);
-/// `None` for a proc that calls another, whose text is not all the checker reads.
-fn verdict_marker(dir: &std::path::Path, proc: &Proc) -> Option<std::path::PathBuf> {
-    let mut calls = false;
-    weft_ir::visit::walk_block(&proc.body, &mut |s| {
-        calls |= matches!(s.kind, weft_ir::StmtKind::Call { .. })
-    });
+/// The file that remembers that this build of weft accepted `proc` (see [`check_lowered_once`]),
+/// named by the hash of the proc's [`standalone`] text: with what it calls, all the checker
+/// reads of it.
+fn verdict_marker(dir: &std::path::Path, proc: &Proc) -> std::path::PathBuf {
     let key = digest(&[
         "weft-checked-lowered",
         env!("WEFT_SOURCE_HASH"),
-        &proc.to_string(),
+        &standalone(proc),
     ]);
-    (!calls).then(|| dir.join(format!("checked-{key}")))
+    dir.join(format!("checked-{key}"))
+}
+
+/// `proc` as the text of a module that reads back on its own: the memories outside the prelude
+/// that its buffers and its callees' use, its callees (each before its callers), then `proc`.
+/// (A lowered proc calls instructions and procs only after proc-level steps such as `replace`
+/// or `insert_call`; configs are not written, so a proc whose callees use one does not read
+/// back, and a cache hit that needs its text compiles it again.)
+fn standalone(proc: &Proc) -> String {
+    fn callees(p: &Proc, out: &mut Vec<Arc<Proc>>) {
+        weft_ir::visit::walk_block(&p.body, &mut |s| {
+            if let weft_ir::StmtKind::Call { proc: q, .. } = &s.kind {
+                if !out.iter().any(|r| r.name == q.name) {
+                    callees(q, out);
+                    out.push(q.clone());
+                }
+            }
+        });
+    }
+    fn memories(p: &Proc, out: &mut std::collections::BTreeMap<String, Arc<weft_ir::Memory>>) {
+        let mut add = |t: &weft_ir::BufType| {
+            if weft_syntax::std_memory(&t.mem.name).is_none() {
+                out.insert(t.mem.name.clone(), t.mem.clone());
+            }
+        };
+        p.args.iter().filter_map(|a| a.buf()).for_each(&mut add);
+        weft_ir::visit::walk_block(&p.body, &mut |s| {
+            if let weft_ir::StmtKind::Alloc { ty, .. } = &s.kind {
+                add(ty);
+            }
+        });
+    }
+    let mut called = Vec::new();
+    callees(proc, &mut called);
+    let mut mems = std::collections::BTreeMap::new();
+    for q in called.iter().map(|q| &**q).chain([proc]) {
+        memories(q, &mut mems);
+    }
+    let mut text: String = mems
+        .values()
+        .map(|m| weft_ir::print::memory_to_string(m) + "\n")
+        .collect();
+    for q in &called {
+        text.push_str(&format!("{q}\n"));
+    }
+    text.push_str(&format!("{proc}\n"));
+    text
 }
 
 /// The name a cache entry is written under before it is renamed into place: one of this
@@ -925,9 +1039,9 @@ mod tests {
         let s = Schedule::new(&p);
         let good = lower_unchecked(&p, &s, Span::DUMMY).unwrap();
         let markers = || std::fs::read_dir(dir.path()).unwrap().count();
-        check_lowered_once(&good, Span::DUMMY, Some(dir.path())).unwrap();
+        check_lowered_once(&good.proc, Span::DUMMY, Some(dir.path())).unwrap();
         assert_eq!(markers(), 1);
-        check_lowered_once(&good, Span::DUMMY, Some(dir.path())).unwrap();
+        check_lowered_once(&good.proc, Span::DUMMY, Some(dir.path())).unwrap();
         assert_eq!(markers(), 1);
         let bad = lowered_from_text(
             "proc bad(n: size, a: f32[n] @ DRAM) {\n    a[n] = 0.0;\n}\n",
@@ -938,11 +1052,11 @@ mod tests {
             proc: bad,
             ..lower_unchecked(&p, &s, Span::DUMMY).unwrap()
         };
-        assert!(check_lowered_once(&bad, Span::DUMMY, Some(dir.path())).is_err());
+        assert!(check_lowered_once(&bad.proc, Span::DUMMY, Some(dir.path())).is_err());
         assert_eq!(markers(), 1);
-        std::fs::write(verdict_marker(dir.path(), &bad.proc).unwrap(), b"").unwrap();
-        assert!(check_lowered_once(&bad, Span::DUMMY, Some(dir.path())).is_ok());
-        assert!(check_lowered_once(&bad, Span::DUMMY, None).is_err());
+        std::fs::write(verdict_marker(dir.path(), &bad.proc), b"").unwrap();
+        assert!(check_lowered_once(&bad.proc, Span::DUMMY, Some(dir.path())).is_ok());
+        assert!(check_lowered_once(&bad.proc, Span::DUMMY, None).is_err());
     }
 
     /// Two writes of one entry (two threads) never share a temporary, and the JIT's sweep

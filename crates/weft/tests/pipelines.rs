@@ -295,6 +295,79 @@ fn compiled_pipelines_are_cached() {
     assert_eq!(run(&third.module), run(&first.module));
 }
 
+/// `compile_named` lowers a pipeline schedule with its proc-level steps, as `weft realize` and
+/// `weft::build` do (the JIT cache once compiled the directives alone); its cache entry holds
+/// the proc with the instruction it calls, which reads back; and an entry is not found again
+/// when the instruction's definition changes.
+#[test]
+fn compiled_pipelines_apply_proc_level_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.weft");
+    let source = |template: &str| {
+        format!(
+            "instr touch(src: [f32][1] @ DRAM) \"{template}\" {{
+    pass;
+}}
+
+pipeline twice(input: f32[1]) -> out {{
+    out(x): f32 = input(x) * 2.0 + input(x + 1);
+}}
+
+schedule twice_pf = twice {{
+    insert_call(\"out =\", touch, input[min(-1 * input_0_min + out_x + 8, input_0_extent - 1):min(-1 * input_0_min + out_x + 8, input_0_extent - 1) + 1]);
+}}
+"
+        )
+    };
+    std::fs::write(&file, source("__builtin_prefetch(&{src_data}, 0, 3);")).unwrap();
+    let program = weft::load(&file).unwrap();
+    let jit = weft::jit::Jit::with_cache_dir(dir.path().join("cache")).unwrap();
+    let first = weft::pipeline::compile_named(&jit, &program, "twice_pf").unwrap();
+    assert!(!first.cached);
+    let calls = |p: &weft::ir::Proc| p.to_string().contains("touch(input[");
+    assert!(calls(&first.proc().unwrap()), "{}", first.proc().unwrap());
+    let run = |c: &weft::pipeline::CompiledPipeline| {
+        let mut input: Vec<f32> = (0..41).map(|v| v as f32).collect();
+        let mut out = vec![0f32; 40];
+        let mut args = vec![
+            weft::jit::Arg::Int(0),
+            weft::jit::Arg::Int(41),
+            weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut input, &[41])),
+            weft::jit::Arg::Int(0),
+            weft::jit::Arg::Int(40),
+            weft::jit::Arg::Buf(weft::jit::BufArg::new(&mut out, &[40])),
+        ];
+        weft::pipeline::push_derived(&c.derivation, &mut args).unwrap();
+        c.module
+            .kernel("twice_pf")
+            .unwrap()
+            .call(&mut args)
+            .unwrap();
+        out
+    };
+    assert_eq!(run(&first)[39], 39.0 * 2.0 + 40.0);
+    // A hit: the proc reads back from the entry, with the instruction it calls.
+    let second = weft::pipeline::compile_named(&jit, &program, "twice_pf").unwrap();
+    assert!(second.cached);
+    let back = second.proc().unwrap();
+    assert!(calls(&back));
+    assert!(weft::ir::alpha::alpha_eq_proc(
+        &first.proc().unwrap(),
+        &back
+    ));
+    // Its shared object gone, the hit compiles the proc it read back.
+    std::fs::remove_file(first.module.path()).unwrap();
+    let rebuilt = weft::pipeline::compile_named(&jit, &program, "twice_pf").unwrap();
+    assert!(rebuilt.cached);
+    assert_eq!(run(&rebuilt), run(&first));
+    // Another definition of the instruction is another entry.
+    std::fs::write(&file, source("(void) &{src_data};")).unwrap();
+    let changed = weft::load(&file).unwrap();
+    let third = weft::pipeline::compile_named(&jit, &changed, "twice_pf").unwrap();
+    assert!(!third.cached);
+    assert_eq!(run(&third), run(&first));
+}
+
 /// A hit reads the proc's own file only when asked for, checked against the hash its entry
 /// holds: a damaged proc file is an error of `proc()`, and when the shared object is gone too,
 /// the entry is a miss and everything is rebuilt.

@@ -18,6 +18,7 @@ pub mod fission;
 pub mod fuse;
 pub mod inline_assign;
 pub mod inline_call;
+pub mod insert_call;
 pub mod lift_alloc;
 pub mod lift_if;
 pub mod parallelize;
@@ -97,6 +98,79 @@ pub(crate) fn loop_at<'a>(
         }),
         _ => Err(SchedError::new(prim, "expected a loop").at(s.span, describe(s))),
     }
+}
+
+/// The buffer (an argument, or an allocation of an enclosing block before `at`; the innermost
+/// when several match) whose symbol satisfies `hit`, with its type.
+pub(crate) fn buffer_at(
+    p: &Proc,
+    at: &Path,
+    hit: impl Fn(&Sym) -> bool,
+) -> Option<(Sym, weft_ir::BufType)> {
+    let mut found = p
+        .args
+        .iter()
+        .find(|a| hit(&a.sym))
+        .and_then(|a| a.buf().map(|b| (a.sym.clone(), b.clone())));
+    let mut block = &p.body;
+    for (k, step) in at.0.iter().enumerate() {
+        for s in block.iter().take(step.index) {
+            if let StmtKind::Alloc { buf, ty } = &s.kind {
+                if hit(buf) {
+                    found = Some((buf.clone(), ty.clone()));
+                }
+            }
+        }
+        if k + 1 == at.0.len() {
+            break;
+        }
+        let s = block.get(step.index)?;
+        block = weft_ir::visit::stmt_blocks(s).get(at.0[k + 1].block)?;
+    }
+    found
+}
+
+/// Check `probe`, where a step put a call of `callee` at the statement `first` of `old`, with
+/// weft-check: the call's preconditions proved in context, every window in bounds, the memories
+/// and types of the arguments those of the parameters. Only what the call introduces is
+/// reported (problems of the proc as it was are not this step's), with the checker's
+/// counterexample.
+pub(crate) fn check_new_call(
+    prim: &'static str,
+    old: &Proc,
+    probe: &Proc,
+    callee: &str,
+    first: &Stmt,
+) -> Result<(), SchedError> {
+    let Err(ds) = weft_check::check_proc(probe) else {
+        return Ok(());
+    };
+    let before: std::collections::HashSet<String> = weft_check::check_proc(old)
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.message)
+        .collect();
+    let Some(d) = ds.iter().find(|d| !before.contains(&d.message)) else {
+        return Ok(());
+    };
+    let mut e = SchedError::new(
+        prim,
+        format!("the call of '{callee}' does not check: {}", d.message),
+    )
+    .at(first.span, describe(first));
+    for note in &d.notes {
+        if let Some(rest) = note.strip_prefix("counterexample: ") {
+            e.counterexample = rest
+                .split(", ")
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once(" = ")?;
+                    Some((k.to_string(), v.parse().ok()?))
+                })
+                .collect();
+        }
+    }
+    Err(e)
 }
 
 /// The first line of a statement's text, for messages.

@@ -333,27 +333,7 @@ pub fn default_memory(
 }
 
 fn buffer_in_scope(p: &Proc, at: &Path, name: &str) -> Option<(Sym, BufType)> {
-    let mut found = p
-        .args
-        .iter()
-        .find(|a| a.sym.name() == name)
-        .and_then(|a| a.buf().map(|b| (a.sym.clone(), b.clone())));
-    let mut block = &p.body;
-    for (k, step) in at.0.iter().enumerate() {
-        for s in block.iter().take(step.index) {
-            if let StmtKind::Alloc { buf, ty } = &s.kind {
-                if buf.name() == name {
-                    found = Some((buf.clone(), ty.clone()));
-                }
-            }
-        }
-        if k + 1 == at.0.len() {
-            break;
-        }
-        let s = block.get(step.index)?;
-        block = weft_ir::visit::stmt_blocks(s).get(at.0[k + 1].block)?;
-    }
-    found
+    super::buffer_at(p, at, |s| s.name() == name)
 }
 
 enum Access {

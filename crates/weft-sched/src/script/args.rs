@@ -10,7 +10,7 @@ use std::sync::Arc;
 use weft_ir::primitives::{ParamKind, Primitive};
 use weft_ir::{
     ArgKind, Config, CtrlType, DType, Expr, ExprKind, Proc, SchedArg, SchedStep, SchedValue,
-    StmtKind, Sym, Ty,
+    StmtKind, Sym, Ty, WinCoord,
 };
 
 /// A step's arguments, read against its primitive's signature.
@@ -188,22 +188,49 @@ impl<'a> Args<'a> {
         let names = self.names_at(s, at, k)?;
         let mut out = Vec::new();
         for (lo, hi) in dims {
-            let bound = |e: &Expr| -> Result<Expr, SchedError> {
-                let r = names
-                    .resolve(e)
-                    .map_err(|m| self.error(k, m))?
-                    .coerce(Ty::Int);
-                if let Some(x) = data_read(&r) {
-                    return Err(self.error(
-                        k,
-                        format!("a region's bounds are control expressions; `{x}` reads data"),
-                    ));
-                }
-                Ok(r)
-            };
-            out.push((bound(lo)?, bound(hi)?));
+            out.push((self.bound(&names, k, lo)?, self.bound(&names, k, hi)?));
         }
         Ok((buf, out))
+    }
+
+    /// A window argument `A[i, lo:hi, ...]`, resolved at the statement: the window expression,
+    /// as a call passes it.
+    pub fn window(&self, s: &Schedule, at: &Cursor, k: usize) -> Result<Expr, SchedError> {
+        let SchedValue::Window { buf, coords } = &self.get(k)?.value else {
+            return Err(self.wrong(k));
+        };
+        let names = self.names_at(s, at, k)?;
+        let (sym, elem) = names
+            .buf(buf)
+            .cloned()
+            .ok_or_else(|| self.error(k, format!("no buffer named `{buf}` is in scope here")))?;
+        let mut out = Vec::new();
+        for c in coords {
+            out.push(match c {
+                WinCoord::Point(e) => WinCoord::Point(self.bound(&names, k, e)?),
+                WinCoord::Interval(lo, hi) => {
+                    WinCoord::Interval(self.bound(&names, k, lo)?, self.bound(&names, k, hi)?)
+                }
+            });
+        }
+        Ok(Expr::window(&sym, elem, out).with_span(self.get(k)?.span))
+    }
+
+    /// A bound of a region or window: a control expression with its names resolved.
+    fn bound(&self, names: &Names, k: usize, e: &Expr) -> Result<Expr, SchedError> {
+        let r = names
+            .resolve(e)
+            .map_err(|m| self.error(k, m))?
+            .coerce(Ty::Int);
+        if let Some(x) = data_read(&r) {
+            return Err(self.error(
+                k,
+                format!(
+                    "the bounds of a region or window are control expressions; `{x}` reads data"
+                ),
+            ));
+        }
+        Ok(r)
     }
 
     fn names_at(&self, s: &Schedule, at: &Cursor, k: usize) -> Result<Names, SchedError> {

@@ -9,7 +9,7 @@ use super::{PResult, Parser};
 use crate::lexer::Tok;
 use std::sync::Arc;
 use weft_ir::primitives::{self, ParamKind, Primitive};
-use weft_ir::{DType, Diagnostic, SchedArg, SchedStep, SchedValue};
+use weft_ir::{DType, Diagnostic, SchedArg, SchedStep, SchedValue, WinCoord};
 
 impl Parser<'_, '_> {
     /// `schedule NAME = BASE { step; ... }`. The steps are data here: `weft-sched` applies them.
@@ -197,6 +197,12 @@ impl Parser<'_, '_> {
                 }
                 self.with_placeholders(|p| p.region())
             }
+            ParamKind::Window => {
+                if let Tok::Str(s) = self.tok().clone() {
+                    return Err(self.unquote_hint(&s));
+                }
+                self.with_placeholders(|p| p.window_arg())
+            }
             ParamKind::ConfigField => {
                 let (config, field) = self.config_field()?;
                 Ok(SchedValue::ConfigField { config, field })
@@ -257,6 +263,26 @@ impl Parser<'_, '_> {
             }
             if !self.eat_punct(",") {
                 return Err(self.expected("`,` or `]`"));
+            }
+        }
+    }
+
+    /// `A[i, lo:hi, ...]`: a point or an interval in every dimension.
+    fn window_arg(&mut self) -> PResult<SchedValue> {
+        let (buf, _) = self.name()?;
+        self.expect_punct("[")?;
+        let mut coords = Vec::new();
+        loop {
+            let a = self.expr()?;
+            coords.push(match self.eat_punct(":") {
+                true => WinCoord::Interval(a, self.expr()?),
+                false => WinCoord::Point(a),
+            });
+            if self.eat_punct("]") {
+                return Ok(SchedValue::Window { buf, coords });
+            }
+            if !self.eat_punct(",") {
+                return Err(self.expected("`,`, `:` or `]`"));
             }
         }
     }

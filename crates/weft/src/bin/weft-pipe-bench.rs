@@ -457,18 +457,16 @@ fn main() -> Result<(), String> {
             continue;
         }
         let sched = format!("{}_fast", app.name);
-        let (pipeline, schedule, _) =
-            weft::pipeline::parse(&program, &sched).map_err(|e| e.to_string())?;
         // Cold: lower, check (every proof, the race proof too) and compile into an empty
         // cache; then a hit, which loads the shared object its entry names (no lowering, proofs or C).
         let jit = Jit::with_cache_dir(tmp.join("cache")).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
-        let compiled = weft::pipeline::compile(&jit, &pipeline, &schedule)
-            .map_err(|d| format!("{} does not compile: {d:?}", app.name))?;
+        let compiled = weft::pipeline::compile_named(&jit, &program, &sched)
+            .map_err(|e| format!("{} does not compile: {e}", app.name))?;
         let cold = t0.elapsed();
         let t1 = Instant::now();
-        let again = weft::pipeline::compile(&jit, &pipeline, &schedule)
-            .map_err(|d| format!("{} does not compile: {d:?}", app.name))?;
+        let again = weft::pipeline::compile_named(&jit, &program, &sched)
+            .map_err(|e| format!("{} does not compile: {e}", app.name))?;
         let hit = t1.elapsed();
         if compiled.cached || !again.cached {
             return Err("the pipeline cache did not behave".into());

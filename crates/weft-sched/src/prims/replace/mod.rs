@@ -40,7 +40,7 @@ use super::{describe, stmt_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use weft_check::smt::Term;
 use weft_ir::{
@@ -218,38 +218,7 @@ pub fn replace(
     // every access of a buffer by instructions before it moves the buffer into their memory
     // (`set_memory`, which then checks the memory rules). The final proc is checked in full.
     let probe = path::replace_range(p, at, n, vec![call(with_arg_memories(&allocs, callee, &u))]);
-    if let Err(ds) = weft_check::check_proc(&probe) {
-        // Only what the call introduces: problems of the proc as it was are not this step's.
-        let before: HashSet<String> = weft_check::check_proc(p)
-            .err()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|d| d.message)
-            .collect();
-        let Some(d) = ds.iter().find(|d| !before.contains(&d.message)) else {
-            return Ok(finish(new, at, n));
-        };
-        let mut e = SchedError::new(
-            PRIM,
-            format!(
-                "the call of '{}' does not check: {}",
-                callee.name, d.message
-            ),
-        )
-        .at(first.span, describe(first));
-        for note in &d.notes {
-            if let Some(rest) = note.strip_prefix("counterexample: ") {
-                e.counterexample = rest
-                    .split(", ")
-                    .filter_map(|kv| {
-                        let (k, v) = kv.split_once(" = ")?;
-                        Some((k.to_string(), v.parse().ok()?))
-                    })
-                    .collect();
-            }
-        }
-        return Err(e);
-    }
+    super::check_new_call(PRIM, p, &probe, &callee.name, first)?;
     Ok(finish(new, at, n))
 }
 

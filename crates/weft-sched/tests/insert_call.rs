@@ -157,3 +157,47 @@ fn a_window_of_a_view_is_checked_by_the_checker() {
     ));
     rejected(r, "insert_call", "the call of 'touch' does not check");
 }
+
+/// Review: the solver's path once skipped the checker's rules for a dense parameter, a freed
+/// buffer and a memory whose innermost dimension must stay whole; each is now rejected by the
+/// step.
+#[test]
+fn dense_parameters_freed_buffers_and_layout_rules_are_checked() {
+    let src = |steps: &str| {
+        format!(
+            "import \"avx512\";
+instr dense4(src: f32[4] @ DRAM) \"\" {{
+    pass;
+}}
+instr touch1(src: [f32][1] @ DRAM) \"\" {{
+    pass;
+}}
+instr pfv(src: [f32][16] @ AVX512) \"\" {{
+    pass;
+}}
+proc p(n: size, x: f32[16, 16] @ DRAM, y: f32[16, 16] @ DRAM) {{
+    alloc u: f32[4] @ DRAM;
+    u[0] = 1.0;
+    free u;
+    alloc t: f32[16, 16] @ AVX512;
+    for r in 0..16 {{
+        mm512_loadu_ps(t[r, 0:16], x[r, 0:16]);
+    }}
+    for r in 0..16 {{
+        mm512_storeu_ps(y[r, 0:16], t[r, 0:16]);
+    }}
+}}
+schedule s = p {{ {steps} }}
+"
+        )
+    };
+    let (_, r) = scheduled(&src("insert_call(\"for r #1\", dense4, x[0:4, 2]);"));
+    rejected(r, "insert_call", "the call of 'dense4' does not check");
+    let (_, r) = scheduled(&src("insert_call(\"for r #1\", touch1, u[0:1]);"));
+    rejected(r, "insert_call", "the call of 'touch1' does not check");
+    let (_, r) = scheduled(&src("insert_call(\"for r #1\", pfv, t[0:16, 3]);"));
+    rejected(r, "insert_call", "the call of 'pfv' does not check");
+    // The same calls on what they may take are accepted.
+    let (_, r) = scheduled(&src("insert_call(\"for r #1\", pfv, t[3, 0:16]);"));
+    r.unwrap();
+}

@@ -21,8 +21,10 @@
 //! - the window lies inside its buffer: `0 <= lo <= hi <= extent` for an interval,
 //!   `0 <= i < extent` for a point.
 //!
-//! Where the window is of a view (a `let` window) or `f` has preconditions, the call is checked
-//! by weft-check on the new proc instead, which proves the same and the preconditions.
+//! Where the window is of a view (a `let` window) or of a buffer freed before the statement,
+//! `f` has preconditions, its parameter is dense (not a window) or a memory has layout rules
+//! (`last_dim`), the call is checked by weft-check on the new proc instead, which proves the
+//! same and those rules.
 
 use super::{describe, require, stmt_at, term_at, Rewrite};
 use crate::effects::Analysis;
@@ -76,8 +78,16 @@ pub fn insert_call(
     else {
         return reject("the argument must be a window `A[i, lo:hi, ...]`".into());
     };
+    // The solver's path covers a window parameter of a buffer in a memory without layout
+    // rules; everything else is checked as a whole by the checker (dense parameters, memories
+    // whose innermost dimension stays whole, views, preconditions).
     match super::buffer_at(p, at, |s| s == buf) {
-        Some((_, bt)) if callee.preds.is_empty() => {
+        Some((_, bt))
+            if callee.preds.is_empty()
+                && param.window
+                && bt.mem.last_dim.is_none()
+                && param.mem.last_dim.is_none() =>
+        {
             window_fits(a, p, at, first, buf.name(), &bt, coords, param)?
         }
         _ => super::check_new_call(PRIM, p, &new, &callee.name, first)?,

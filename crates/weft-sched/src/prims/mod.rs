@@ -100,8 +100,8 @@ pub(crate) fn loop_at<'a>(
     }
 }
 
-/// The buffer (an argument, or an allocation of an enclosing block before `at`; the innermost
-/// when several match) whose symbol satisfies `hit`, with its type.
+/// The buffer (an argument, or an allocation of an enclosing block before `at` and not freed
+/// there since; the innermost when several match) whose symbol satisfies `hit`, with its type.
 pub(crate) fn buffer_at(
     p: &Proc,
     at: &Path,
@@ -115,10 +115,12 @@ pub(crate) fn buffer_at(
     let mut block = &p.body;
     for (k, step) in at.0.iter().enumerate() {
         for s in block.iter().take(step.index) {
-            if let StmtKind::Alloc { buf, ty } = &s.kind {
-                if hit(buf) {
+            match &s.kind {
+                StmtKind::Alloc { buf, ty } if hit(buf) => {
                     found = Some((buf.clone(), ty.clone()));
                 }
+                StmtKind::Free { buf } if hit(buf) => found = None,
+                _ => {}
             }
         }
         if k + 1 == at.0.len() {

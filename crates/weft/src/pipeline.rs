@@ -783,7 +783,8 @@ fn read_cache_entry(text: &str) -> Option<(&str, &str, &str)> {
 /// sealed with their hash), skips lowering and the checker's proofs, and loads the shared
 /// object it names without emitting C; the proc is read only when asked for
 /// ([`CompiledPipeline::proc`]). A damaged entry is ignored and rebuilt; an entry whose shared
-/// object is gone compiles the proc it holds again.
+/// object is gone compiles the proc it holds again. A [`Schedule`] holds directives only: the
+/// proc-level steps of a text schedule are applied by [`compile_named`].
 pub fn compile(
     jit: &weft_jit::Jit,
     pipeline: &Pipeline,

@@ -924,7 +924,7 @@ fn compile_stepped(
 /// The file that remembers that this build of weft accepted `proc` (see [`check_lowered_once`]),
 /// named by the hash of the proc's [`standalone`] text: with what it calls, all the checker
 /// reads of it.
-fn verdict_marker(dir: &std::path::Path, proc: &Proc) -> std::path::PathBuf {
+fn verdict_marker(dir: &std::path::Path, proc: &Arc<Proc>) -> std::path::PathBuf {
     let key = digest(&[
         "weft-checked-lowered",
         env!("WEFT_SOURCE_HASH"),
@@ -934,48 +934,25 @@ fn verdict_marker(dir: &std::path::Path, proc: &Proc) -> std::path::PathBuf {
 }
 
 /// `proc` as the text of a module that reads back on its own: the memories outside the prelude
-/// that its buffers and its callees' use, its callees (each before its callers), then `proc`.
-/// (A lowered proc calls instructions and procs only after proc-level steps such as `replace`
-/// or `insert_call`; configs are not written, so a proc whose callees use one does not read
-/// back, and a cache hit that needs its text compiles it again.)
-fn standalone(proc: &Proc) -> String {
-    fn callees(p: &Proc, out: &mut Vec<Arc<Proc>>) {
-        weft_ir::visit::walk_block(&p.body, &mut |s| {
-            if let weft_ir::StmtKind::Call { proc: q, .. } = &s.kind {
-                if !out.iter().any(|r| r.name == q.name) {
-                    callees(q, out);
-                    out.push(q.clone());
-                }
-            }
-        });
+/// and the configs that it and its callees use, its callees (each before its callers), then
+/// `proc` ([`weft_ir::visit::Deps`]). (A lowered proc calls instructions and procs only after
+/// proc-level steps such as `replace` or `insert_call`.)
+fn standalone(proc: &Arc<Proc>) -> String {
+    let deps = weft_ir::visit::Deps::of(proc);
+    let mut text = String::new();
+    for m in &deps.memories {
+        if weft_syntax::std_memory(&m.name).is_none() {
+            text.push_str(&weft_ir::print::memory_to_string(m));
+            text.push('\n');
+        }
     }
-    fn memories(p: &Proc, out: &mut std::collections::BTreeMap<String, Arc<weft_ir::Memory>>) {
-        let mut add = |t: &weft_ir::BufType| {
-            if weft_syntax::std_memory(&t.mem.name).is_none() {
-                out.insert(t.mem.name.clone(), t.mem.clone());
-            }
-        };
-        p.args.iter().filter_map(|a| a.buf()).for_each(&mut add);
-        weft_ir::visit::walk_block(&p.body, &mut |s| {
-            if let weft_ir::StmtKind::Alloc { ty, .. } = &s.kind {
-                add(ty);
-            }
-        });
+    for c in &deps.configs {
+        text.push_str(&weft_ir::print::config_to_string(c));
+        text.push('\n');
     }
-    let mut called = Vec::new();
-    callees(proc, &mut called);
-    let mut mems = std::collections::BTreeMap::new();
-    for q in called.iter().map(|q| &**q).chain([proc]) {
-        memories(q, &mut mems);
-    }
-    let mut text: String = mems
-        .values()
-        .map(|m| weft_ir::print::memory_to_string(m) + "\n")
-        .collect();
-    for q in &called {
+    for q in &deps.procs {
         text.push_str(&format!("{q}\n"));
     }
-    text.push_str(&format!("{proc}\n"));
     text
 }
 

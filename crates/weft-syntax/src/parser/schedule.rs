@@ -244,31 +244,34 @@ impl Parser<'_, '_> {
         }
     }
 
-    /// `A[lo:hi, ...]`.
+    /// `A[lo:hi, ...]`: a window with an interval in every dimension.
     fn region(&mut self) -> PResult<SchedValue> {
-        let (buf, _) = self.name()?;
-        self.expect_punct("[")?;
+        let lo = self.lo();
+        let (buf, coords) = self.window_parts()?;
         let mut dims = Vec::new();
-        loop {
-            let lo = self.expr()?;
-            if !self.eat_punct(":") {
-                return Err(
-                    self.expected("`:` (a region has an interval `lo:hi` in every dimension)")
-                );
-            }
-            let hi = self.expr()?;
-            dims.push((lo, hi));
-            if self.eat_punct("]") {
-                return Ok(SchedValue::Region { buf, dims });
-            }
-            if !self.eat_punct(",") {
-                return Err(self.expected("`,` or `]`"));
+        for c in coords {
+            match c {
+                WinCoord::Interval(a, b) => dims.push((a, b)),
+                WinCoord::Point(_) => {
+                    return Err(Diagnostic::new(
+                        "syntax",
+                        self.span_from(lo),
+                        "a region has an interval `lo:hi` in every dimension",
+                    ))
+                }
             }
         }
+        Ok(SchedValue::Region { buf, dims })
     }
 
     /// `A[i, lo:hi, ...]`: a point or an interval in every dimension.
     fn window_arg(&mut self) -> PResult<SchedValue> {
+        let (buf, coords) = self.window_parts()?;
+        Ok(SchedValue::Window { buf, coords })
+    }
+
+    /// The buffer's name and the coordinates of `A[i, lo:hi, ...]`.
+    fn window_parts(&mut self) -> PResult<(String, Vec<WinCoord>)> {
         let (buf, _) = self.name()?;
         self.expect_punct("[")?;
         let mut coords = Vec::new();
@@ -279,7 +282,7 @@ impl Parser<'_, '_> {
                 false => WinCoord::Point(a),
             });
             if self.eat_punct("]") {
-                return Ok(SchedValue::Window { buf, coords });
+                return Ok((buf, coords));
             }
             if !self.eat_punct(",") {
                 return Err(self.expected("`,`, `:` or `]`"));

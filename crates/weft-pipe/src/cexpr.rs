@@ -254,6 +254,29 @@ impl Lin {
         acc
     }
 
+    /// A constant no value of the expression exceeds: the constant itself, or for
+    /// `k + c·(x / d) − c·(y / d)` with `c > 0` and dividends that differ by a constant `δ`,
+    /// `k + c·ceil(δ / d)` (`floor((y + δ) / d) − floor(y / d)` is `floor(δ / d)` or
+    /// `ceil(δ / d)`). An upsampled row's window, `(v + 1) / 2 − v / 2 + 1`, is at most 2.
+    pub fn const_upper_bound(&self) -> Option<i64> {
+        if let Some(k) = self.as_const() {
+            return Some(k);
+        }
+        let [(Atom::Div(a, da), ca), (Atom::Div(b, db), cb)] = self.terms.as_slice() else {
+            return None;
+        };
+        if da != db || *ca != -*cb {
+            return None;
+        }
+        let (c, delta) = if *ca > 0 {
+            (*ca, a.sub(b).as_const()?)
+        } else {
+            (*cb, b.sub(a).as_const()?)
+        };
+        let ceil = -((-delta).div_euclid(*da));
+        c.checked_mul(ceil)?.checked_add(self.k)
+    }
+
     /// `(u, d, k)` when `self` is `u / d + k`.
     fn as_quotient(&self) -> Option<(&Lin, i64, i64)> {
         match self.terms.as_slice() {
@@ -727,6 +750,40 @@ mod tests {
         let f = Lin::var(1);
         assert_eq!(f.rem(5).add(&f.div(5).scale(5)).add_k(2), f.add_k(2));
         assert_eq!(t.scale(8).add_k(13).rem(8), Lin::konst(5));
+    }
+
+    #[test]
+    fn quotient_differences_have_tight_constant_bounds() {
+        // (y + δ) / d - y / d + k, both orders of the terms, against every y on a grid: the bound
+        // holds and is reached.
+        let y = Lin::var(0);
+        for d in 1..5 {
+            for delta in -7..8 {
+                for k in [-1, 0, 1] {
+                    let (a, b) = (y.add_k(delta).div(d), y.div(d));
+                    for (e, sign) in [(a.sub(&b).add_k(k), 1), (b.sub(&a).add_k(k), -1)] {
+                        let Some(bound) = e.const_upper_bound() else {
+                            // Dividends equal up to a multiple of d: a constant.
+                            assert!(e.as_const().is_some() || d == 1, "{e:?}");
+                            continue;
+                        };
+                        let values: Vec<i64> = (-20..20).map(|v| e.eval(&|_| v)).collect();
+                        let most = *values.iter().max().unwrap();
+                        assert!(most <= bound, "{e:?}: {most} > {bound} ({sign})");
+                        assert_eq!(most, bound, "{e:?}: the bound is not tight");
+                    }
+                }
+            }
+        }
+        // Other shapes have none.
+        assert_eq!(y.div(2).add(&y.div(3)).const_upper_bound(), None);
+        assert_eq!(
+            y.add_k(1)
+                .div(2)
+                .sub(&y.scale(2).div(2))
+                .const_upper_bound(),
+            None
+        );
     }
 
     #[test]

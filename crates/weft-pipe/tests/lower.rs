@@ -269,7 +269,8 @@ fn random_wrapping_coordinates_match_or_stop() {
 /// ends never decrease, so it slides as Halide's does (each row computed once, where it was
 /// computed three times over: the rows of both reads in every iteration). The checker proves
 /// the rows read were written in an earlier iteration (the one at the end of the quotient's
-/// range), and the proc matches the reference, also in strips whose last one is guarded.
+/// range), and the proc matches the reference, also in strips whose last one is guarded. Its
+/// window spans one row or two, so its storage folds into two rows (as Halide's does).
 #[test]
 fn upsampled_reads_slide_by_steps_that_are_not_constant() {
     let p = weft_pipe::parse::parse_pipeline(
@@ -297,6 +298,16 @@ fn upsampled_reads_slide_by_steps_that_are_not_constant() {
         assert!(
             text.contains(&format!("for f_y in select(g_{compute} == ")),
             "{schedule}: f does not slide:\n{text}"
+        );
+        let f = l
+            .regions
+            .iter()
+            .find(|r| r.func == "f")
+            .expect("f's region");
+        assert_eq!(
+            f.folded,
+            Some((1, 2)),
+            "{schedule}: f's rows do not fold into two"
         );
         for (k, w) in windows().iter().enumerate() {
             match run(&p, &s, &[], w, 6, 31 + k as u64) {

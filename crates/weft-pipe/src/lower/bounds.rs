@@ -525,10 +525,12 @@ impl Lower<'_> {
     /// level, keeps the earlier points.
     ///
     /// Storage folding (Halide's, automatic as there): when the region's extent in that
-    /// dimension is a constant `e`, every iteration reads rows `[lo(v), lo(v) + e)` only, so a
-    /// circular buffer of `m >= e` rows (the next power of two) indexed by the row modulo `m`
-    /// holds them: a row written in iteration `v` replaces one more than `m - 1` rows behind it,
-    /// below `lo(v)` and never read again (the region only moves forward). Returns the
+    /// dimension is at most a constant `e` (a constant, or a difference of quotients such as
+    /// `(v + 1) / 2 - v / 2 + 1`), every iteration reads rows `[lo(v), hi(v)]` with
+    /// `hi(v) < lo(v) + e`, and the rows computed so far end at `hi(v)`; so a circular buffer of
+    /// `m >= e` rows (the next power of two) indexed by the row modulo `m` holds them: the
+    /// row that replaces row `r >= lo(v)` in its cell is `r + m > hi(v)`, not computed yet, and a
+    /// row below `lo(v)` is never read again (the region only moves forward). Returns the
     /// dimension, `m`, and the hull of the rows the stage writes over all iterations when it
     /// writes the slid rows only; the caller drops the fold if the stage writes more.
     pub(super) fn slide(
@@ -595,7 +597,9 @@ impl Lower<'_> {
         // buffer written by a plain loop (a split's guard and its two variables it does not).
         let own = &self.funcs[f].stages[0];
         let plain = own.pure_of[k].is_some_and(|pv| own.loops.iter().any(|(lv, _)| *lv == pv));
-        match extent.as_const() {
+        // A window whose extent varies (an upsampled row: one row or two) folds to the most
+        // rows it spans.
+        match extent.const_upper_bound() {
             // Windows beyond 2^30 rows stay unfolded (the rows must hold the window).
             Some(e) if (1..=1 << 30).contains(&e) && !read_by_data && plain => {
                 Some((k, (e as u64).next_power_of_two() as i64, written))

@@ -211,18 +211,64 @@ pub fn lower(p: &Program, name: &str) -> Result<LoweredPipeline, Error> {
     let span = item(p, name).map_or(Span::DUMMY, |i| i.span);
     let lowered =
         lower_checked(&pipeline, &schedule, span).map_err(|d| Error::new(&p.sources, d))?;
-    let proc = apply_proc_steps(p, &lowered.proc, &steps).map_err(|d| Error::new(&p.sources, d))?;
-    if !steps.is_empty() {
+    let proc = if steps.is_empty() {
+        lowered.proc.clone()
+    } else {
         let cache = weft_jit::Jit::new().ok();
-        check_lowered_once(&proc, span, cache.as_ref().map(|j| j.cache_dir()))
-            .map_err(|d| Error::new(&p.sources, d))?;
-    }
+        let dir = cache.as_ref().map(|j| j.cache_dir());
+        let proc =
+            stepped_once(p, &lowered.proc, &steps, dir).map_err(|d| Error::new(&p.sources, d))?;
+        check_lowered_once(&proc, span, dir).map_err(|d| Error::new(&p.sources, d))?;
+        proc
+    };
     Ok(LoweredPipeline {
         pipeline,
         schedule,
         lowered,
         proc,
     })
+}
+
+/// [`apply_proc_steps`], its result remembered in the JIT cache directory `cache` (none:
+/// nothing remembered): `stepped-<key>.proc`, the result's [`standalone`] text, the key the hash
+/// of weft's sources, of `proc`'s standalone text, of the steps and of what they may name
+/// ([`write_names`]): all the steps read. A step's own proofs (an `insert_call`'s take seconds
+/// on interpolate) then run once per build, as the checker's verdict on the result does
+/// ([`check_lowered_once`], which the caller still asks for). Failures are not remembered.
+fn stepped_once(
+    p: &Program,
+    proc: &Arc<Proc>,
+    steps: &[(String, Span)],
+    cache: Option<&std::path::Path>,
+) -> Result<Arc<Proc>, Vec<Diagnostic>> {
+    let path = cache.map(|dir| {
+        let mut names = String::new();
+        write_names(&mut names, p);
+        let key = digest(&[
+            "weft-stepped",
+            env!("WEFT_SOURCE_HASH"),
+            &standalone(proc),
+            &format!("{steps:?}"),
+            &names,
+        ]);
+        dir.join(format!("stepped-{key}.proc"))
+    });
+    if let Some(hit) = path
+        .as_ref()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|text| lowered_from_text(&text, &proc.name))
+    {
+        return Ok(hit);
+    }
+    let stepped = apply_proc_steps(p, proc, steps)?;
+    if let Some(path) = path {
+        // Best effort, whole or not at all: written aside, then renamed into place.
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        if std::fs::write(&tmp, standalone(&stepped)).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+    Ok(stepped)
 }
 
 /// A pipeline's proc-level steps (text, place), applied in order to its lowered proc `proc`
@@ -739,6 +785,20 @@ fn read_proc_file(path: &std::path::Path, sha: &str, name: &str) -> Option<Arc<P
 }
 
 /// The hex SHA-256 of length-prefixed parts.
+/// What proc-level steps may name, for a cache key: a step's text names procs, memories and
+/// configs that the program defines (or imports), whose definitions change the result.
+fn write_names(h: &mut impl std::fmt::Write, p: &Program) {
+    for q in p.module.procs.iter().chain(p.scope.procs.values()) {
+        let _ = write!(h, "\n{q}");
+    }
+    for m in p.module.memories.iter().chain(p.scope.memories.values()) {
+        let _ = write!(h, "\n{m:?}");
+    }
+    for c in p.module.configs.iter().chain(p.scope.configs.values()) {
+        let _ = write!(h, "\n{c:?}");
+    }
+}
+
 fn digest(parts: &[&str]) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -839,18 +899,8 @@ fn compile_stepped(
             jit.fingerprint()
         );
         if let Some((p, steps)) = steps {
-            // What the steps may name: a step's text names procs and memories that the
-            // program defines (or imports), whose definitions change the result.
             let _ = write!(h, "\nsteps {steps:?}");
-            for q in p.module.procs.iter().chain(p.scope.procs.values()) {
-                let _ = write!(h, "\n{q}");
-            }
-            for m in p.module.memories.iter().chain(p.scope.memories.values()) {
-                let _ = write!(h, "\n{m:?}");
-            }
-            for c in p.module.configs.iter().chain(p.scope.configs.values()) {
-                let _ = write!(h, "\n{c:?}");
-            }
+            write_names(&mut h, p);
         }
         h.0.finalize()
             .iter()

@@ -368,6 +368,78 @@ schedule twice_pf = twice {{
     assert_eq!(run(&third), run(&first));
 }
 
+/// `weft::pipeline::lower` (behind `weft lower` and `weft realize`) remembers the proc its
+/// proc-level steps make, in the JIT cache, so that a step's proofs run once: a second lowering
+/// takes the remembered proc (shown by an entry edited to a proc that is still checked and
+/// safe), a damaged entry is a miss that applies the steps again, and another definition of the
+/// instruction a step inserts is another entry.
+#[test]
+fn lowering_remembers_the_proc_its_steps_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.weft");
+    // A marker unique to this run names the entries (the cache is the environment's).
+    let marker = format!("stepped_probe_{}_{}", std::process::id(), line!());
+    let source = |template: &str| {
+        format!(
+            "instr touch(src: [f32][1] @ DRAM) \"{template} /* {marker} */\" {{
+    pass;
+}}
+
+pipeline twice(input: f32[1]) -> out {{
+    out(x): f32 = input(x) * 2.0 + input(x + 1);
+}}
+
+schedule twice_pf = twice {{
+    insert_call(\"out =\", touch, input[min(-1 * input_0_min + out_x + 8, input_0_extent - 1):min(-1 * input_0_min + out_x + 8, input_0_extent - 1) + 1]);
+}}
+"
+        )
+    };
+    let cache = weft::jit::Jit::new().unwrap().cache_dir().to_path_buf();
+    let entries = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| {
+                f.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("stepped-")
+                    && std::fs::read_to_string(f).is_ok_and(|t| t.contains(&marker))
+            })
+            .collect()
+    };
+    std::fs::write(&file, source("__builtin_prefetch(&{src_data}, 0, 3);")).unwrap();
+    let program = weft::load(&file).unwrap();
+    let first = weft::pipeline::lower(&program, "twice_pf").unwrap();
+    assert!(first.proc.to_string().contains("touch(input["));
+    let [entry] = &entries()[..] else {
+        panic!("not one entry: {:?}", entries())
+    };
+    // An entry edited to prefetch 9 ahead rather than 8: the hit is that proc.
+    let text = std::fs::read_to_string(entry).unwrap();
+    assert!(text.contains("out_x + 8"), "{text}");
+    std::fs::write(entry, text.replace("out_x + 8", "out_x + 9")).unwrap();
+    let hit = weft::pipeline::lower(&program, "twice_pf").unwrap();
+    assert!(hit.proc.to_string().contains("out_x + 9"), "{}", hit.proc);
+    // Damaged, it is a miss: the steps run again and the entry is written again.
+    std::fs::write(entry, "proc not a proc").unwrap();
+    let again = weft::pipeline::lower(&program, "twice_pf").unwrap();
+    assert!(weft::ir::alpha::alpha_eq_proc(&first.proc, &again.proc));
+    assert!(std::fs::read_to_string(entry)
+        .unwrap()
+        .contains("out_x + 8"));
+    // Another definition of the instruction: another entry.
+    std::fs::write(&file, source("(void) &{src_data};")).unwrap();
+    let changed = weft::load(&file).unwrap();
+    weft::pipeline::lower(&changed, "twice_pf").unwrap();
+    let now = entries();
+    assert_eq!(now.len(), 2, "{now:?}");
+    for f in now {
+        std::fs::remove_file(f).unwrap();
+    }
+}
+
 /// A hit reads the proc's own file only when asked for, checked against the hash its entry
 /// holds: a damaged proc file is an error of `proc()`, and when the shared object is gone too,
 /// the entry is a miss and everything is rebuilt.

@@ -248,7 +248,8 @@ fn stepped_once(
             "weft-stepped",
             env!("WEFT_SOURCE_HASH"),
             &standalone(proc),
-            &format!("{steps:?}"),
+            // The steps' text alone: where they are written changes no result.
+            &format!("{:?}", steps.iter().map(|(t, _)| t).collect::<Vec<_>>()),
             &names,
         ]);
         dir.join(format!("stepped-{key}.proc"))
@@ -784,7 +785,6 @@ fn read_proc_file(path: &std::path::Path, sha: &str, name: &str) -> Option<Arc<P
     (digest(&[&text]) == sha).then(|| lowered_from_text(&text, name))?
 }
 
-/// The hex SHA-256 of length-prefixed parts.
 /// What proc-level steps may name, for a cache key: a step's text names procs, memories and
 /// configs that the program defines (or imports), whose definitions change the result.
 fn write_names(h: &mut impl std::fmt::Write, p: &Program) {
@@ -799,6 +799,7 @@ fn write_names(h: &mut impl std::fmt::Write, p: &Program) {
     }
 }
 
+/// The hex SHA-256 of length-prefixed parts.
 fn digest(parts: &[&str]) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();

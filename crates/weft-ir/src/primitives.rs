@@ -336,6 +336,12 @@ pub const PRIMITIVES: &[Primitive] = &[
         "the solver proves the condition constant, or the loop's extent at most 0, from the facts at the statement.",
     ),
     prim(
+        "insert_pass",
+        &[req("stmt", ParamKind::Stmt, "the statement to insert `pass` before")],
+        "Inserts a `pass` before a statement (a place for later steps to name).",
+        "always (an equivalence).",
+    ),
+    prim(
         "delete_pass",
         &[req("stmt", ParamKind::Stmt, "the `pass` or block of passes")],
         "Deletes a statement that does nothing.",

@@ -432,6 +432,14 @@ impl Schedule {
         })
     }
 
+    /// See [`prims::insert_pass`]: `pass` before the statement at `c`. Returns a cursor on that
+    /// statement, one below the `pass`.
+    pub fn insert_pass(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("insert_pass", c, "insert_pass".into(), |a, p, at| {
+            prims::insert_pass::insert_pass(a, p, at)
+        })
+    }
+
     /// See [`prims::delete_pass`]. Returns a cursor on the position of the removed statement.
     pub fn delete_pass(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("delete_pass", c, "delete_pass".into(), |a, p, at| {

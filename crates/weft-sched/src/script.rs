@@ -131,6 +131,7 @@ pub fn apply_step_in(
         | "reorder_stmts"
         | "eliminate_dead_code"
         | "delete_pass"
+        | "insert_pass"
         | "inline_assign"
         | "lift_alloc"
         | "sink_alloc"
@@ -147,6 +148,7 @@ pub fn apply_step_in(
                 "reorder_stmts" => s.reorder_stmts(&c)?,
                 "eliminate_dead_code" => s.eliminate_dead_code(&c)?,
                 "delete_pass" => s.delete_pass(&c)?,
+                "insert_pass" => s.insert_pass(&c)?,
                 "inline_assign" => s.inline_assign(&c)?,
                 "lift_alloc" => s.lift_alloc(&c)?,
                 "sink_alloc" => s.sink_alloc(&c)?,

@@ -1,5 +1,6 @@
-//! The primitives added after the first set (add_guard, lift_if, specialize, delete_pass, rename,
-//! bind_expr, lift_alloc, set_memory, set_precision, expand_dim, inline_call): each accepted where
+//! The primitives added after the first set (add_guard, lift_if, specialize, delete_pass,
+//! insert_pass, rename, bind_expr, lift_alloc, set_memory, set_precision, expand_dim,
+//! inline_call): each accepted where
 //! it must be, with results compared against the original on the reference interpreter, and
 //! rejected where it must be, with the message and counterexample the user sees.
 
@@ -219,6 +220,46 @@ fn delete_pass_removes_empty_statements_only() {
     assert_eq!(s.resolve(&w).unwrap().to_string(), "[0]");
     assert_eq!(s.proc().body.len(), 1);
     same_results(&s, &[("n", 3)]);
+}
+
+// ----- insert_pass -----
+
+/// `insert_pass` puts a `pass` before the statement it names, at the top level and inside a
+/// loop, in its text form too; the cursor it returns stays on that statement, `delete_pass`
+/// takes the `pass` away again, and every result computes what the original did.
+#[test]
+fn insert_pass_adds_an_empty_statement_before_the_one_named() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    for j in 0..n {
+        x[j] = 2.0;
+    }
+    x[0] = 1.0;
+}";
+    let mut s = sched(src);
+    let w = s.find("x = #1").unwrap();
+    let moved = s.insert_pass(&w).unwrap();
+    assert_eq!(s.resolve(&moved).unwrap().to_string(), "[2]");
+    let inner = s.insert_pass(&s.find("x =").unwrap()).unwrap();
+    assert_eq!(s.resolve(&inner).unwrap().to_string(), "[0/1]");
+    let t = text(&s);
+    assert!(
+        t.contains("for j in 0..n {\n        pass;\n        x[j] = 2.0;\n    }\n    pass;\n    x[0] = 1.0;"),
+        "{t}"
+    );
+    same_results(&s, &[("n", 3)]);
+    s.delete_pass(&s.find("pass").unwrap()).unwrap();
+    assert_eq!(s.proc().body.len(), 3);
+    same_results(&s, &[("n", 1)]);
+    // The text form.
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    insert_pass(\"x = #1\");\n}}\n"
+    ));
+    r.unwrap();
+    assert!(
+        text(&s).contains("    pass;\n    x[0] = 1.0;"),
+        "{}",
+        text(&s)
+    );
 }
 
 // ----- rename -----

@@ -240,6 +240,8 @@ fn random_step(
         StmtKind::Alloc { .. } if rng.gen_bool(0.6) => Some("lift_alloc"),
         StmtKind::Call { .. } if rng.gen_bool(0.6) => Some("inline_call"),
         StmtKind::If { .. } | StmtKind::Pass if rng.gen_bool(0.2) => Some("delete_pass"),
+        // A `pass` anywhere, for the loop and statement rewrites that follow to move or drop.
+        _ if rng.gen_bool(0.04) => Some("insert_pass"),
         _ => None,
     };
     if let Some(name) = special {
@@ -259,6 +261,7 @@ fn random_step(
                     }
                 })
             }
+            "insert_pass" => s.insert_pass(&c),
             _ => s.delete_pass(&c),
         };
         return Ok(r.ok().map(|_| format!("{name} at {path}")));

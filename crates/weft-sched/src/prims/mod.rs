@@ -19,6 +19,7 @@ pub mod fuse;
 pub mod inline_assign;
 pub mod inline_call;
 pub mod insert_call;
+pub mod insert_pass;
 pub mod lift_alloc;
 pub mod lift_if;
 pub mod parallelize;

@@ -241,7 +241,7 @@ fn stepped_once(
     steps: &[(String, Span)],
     cache: Option<&std::path::Path>,
 ) -> Result<Arc<Proc>, Vec<Diagnostic>> {
-    let path = cache.map(|dir| {
+    let entry = cache.map(|dir| {
         let mut names = String::new();
         write_names(&mut names, p);
         let key = digest(&[
@@ -252,19 +252,22 @@ fn stepped_once(
             &format!("{:?}", steps.iter().map(|(t, _)| t).collect::<Vec<_>>()),
             &names,
         ]);
-        dir.join(format!("stepped-{key}.proc"))
+        (
+            dir.join(format!("stepped-{key}.proc")),
+            dir.join(entry_temporary(&key)),
+        )
     });
-    if let Some(hit) = path
+    if let Some(hit) = entry
         .as_ref()
-        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|(f, _)| std::fs::read_to_string(f).ok())
         .and_then(|text| lowered_from_text(&text, &proc.name))
     {
         return Ok(hit);
     }
     let stepped = apply_proc_steps(p, proc, steps)?;
-    if let Some(path) = path {
-        // Best effort, whole or not at all: written aside, then renamed into place.
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    if let Some((path, tmp)) = entry {
+        // Best effort, whole or not at all: written aside (a name of this process and call),
+        // then renamed into place.
         if std::fs::write(&tmp, standalone(&stepped)).is_ok() {
             let _ = std::fs::rename(&tmp, &path);
         }

@@ -29,7 +29,7 @@
 use super::{describe, require, stmt_at, term_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
-use crate::path::{self, Forward, Path};
+use crate::path::{self, Path};
 use std::sync::Arc;
 use weft_check::smt::Term;
 use weft_ir::{ArgKind, BufType, Expr, ExprKind, Proc, Stmt, StmtKind, WinCoord};
@@ -94,11 +94,7 @@ pub fn insert_call(
     }
     Ok(Rewrite {
         proc: new,
-        forward: Forward::replaced(at, 2, |rel| {
-            let mut r = rel.to_vec();
-            r[0].index += 1;
-            Some(r)
-        }),
+        forward: super::inserted_before_forward(at),
     })
 }
 

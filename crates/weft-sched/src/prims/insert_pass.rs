@@ -13,7 +13,7 @@
 use super::{stmt_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
-use crate::path::{self, Forward, Path};
+use crate::path::{self, Path};
 use weft_ir::Stmt;
 
 const PRIM: &str = "insert_pass";
@@ -23,10 +23,6 @@ pub fn insert_pass(_a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Re
     let s = stmt_at(PRIM, p, at)?;
     Ok(Rewrite {
         proc: path::replace_stmt(p, at, vec![Stmt::pass().with_span(s.span), s.clone()]),
-        forward: Forward::replaced(at, 2, |rel| {
-            let mut r = rel.to_vec();
-            r[0].index += 1;
-            Some(r)
-        }),
+        forward: super::inserted_before_forward(at),
     })
 }

@@ -446,6 +446,16 @@ pub(crate) fn ivar(s: &Sym) -> Expr {
     Expr::var(s, weft_ir::Ty::Int)
 }
 
+/// Forwarding for a statement that one new statement now precedes (`insert_pass`,
+/// `insert_call`): it and what is inside it move down by one.
+pub(crate) fn inserted_before_forward(at: &Path) -> Forward {
+    Forward::replaced(at, 2, |rel| {
+        let mut r = rel.to_vec();
+        r[0].index += 1;
+        Some(r)
+    })
+}
+
 /// Forwarding for a loop replaced by one loop whose body holds the old body at `depth` levels of
 /// single-statement nesting (`depth` 1: directly in the new loop's body).
 pub(crate) fn nest_forward(at: &Path, count: usize, depth: usize) -> Forward {

@@ -85,7 +85,7 @@ mod random;
 mod scalar;
 
 pub use buffer::Buffer;
-pub use random::{arg_shapes, random_args};
+pub use random::{arg_shapes, random_args, random_args_full_range};
 pub use scalar::{binary, math, unary, Cell, Scalar};
 
 use std::collections::HashMap;

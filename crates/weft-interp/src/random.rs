@@ -119,6 +119,94 @@ pub fn random_args(
     sizes: &HashMap<String, i64>,
     seed: u64,
 ) -> Result<Vec<ArgValue>, InterpError> {
+    args_drawn_by(proc, sizes, seed, random_scalar)
+}
+
+/// One random value of type `dtype` from its whole range, with its edge values often.
+///
+/// Floats, in eighths: one is special (±0, ±infinity, NaN, the largest and smallest normal and
+/// subnormal magnitudes), one is a small dyadic value as [`random_scalar`] draws it, four are in
+/// `(-4, 4)` with every mantissa bit random (so sums round, and their order shows), and two have
+/// random bits (any sign, exponent and mantissa, NaNs included). Integers: a quarter are edge
+/// values (the minimum, the maximum, 0, ±1), the rest uniform over the type's range.
+fn full_range_scalar(rng: &mut SplitMix64, dtype: DType) -> Scalar {
+    let bits = rng.next_u64();
+    let pick = rng.next_u64() % 8;
+    // In (-4, 4), with 53 random bits.
+    let rounding = ((bits >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 8.0;
+    match dtype {
+        DType::Bool => Scalar::Bool(bits & 1 == 1),
+        DType::F32 => Scalar::F32(match pick {
+            0 => {
+                const SPECIAL: [f32; 11] = [
+                    0.0,
+                    -0.0,
+                    f32::INFINITY,
+                    f32::NEG_INFINITY,
+                    f32::NAN,
+                    f32::MAX,
+                    f32::MIN,
+                    f32::MIN_POSITIVE,
+                    -f32::MIN_POSITIVE,
+                    1.0e-45,
+                    -1.0e-45,
+                ];
+                SPECIAL[(bits % SPECIAL.len() as u64) as usize]
+            }
+            1 => rng.range(-256, 256) as f32 / 256.0,
+            2..=5 => rounding as f32,
+            _ => f32::from_bits(bits as u32),
+        }),
+        DType::F64 => Scalar::F64(match pick {
+            0 => {
+                const SPECIAL: [f64; 11] = [
+                    0.0,
+                    -0.0,
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                    f64::NAN,
+                    f64::MAX,
+                    f64::MIN,
+                    f64::MIN_POSITIVE,
+                    -f64::MIN_POSITIVE,
+                    5.0e-324,
+                    -5.0e-324,
+                ];
+                SPECIAL[(bits % SPECIAL.len() as u64) as usize]
+            }
+            1 => rng.range(-256, 256) as f64 / 256.0,
+            2..=5 => rounding,
+            _ => f64::from_bits(bits),
+        }),
+        d => {
+            let v = if pick < 2 {
+                let (lo, hi) = d.int_range().unwrap_or((0, 1));
+                [lo, hi, 0, 1, -1][(bits % 5) as usize]
+            } else {
+                bits as i64 as i128
+            };
+            Scalar::from_int_wrapping(v, d)
+        }
+    }
+}
+
+/// [`random_args`] with every buffer cell drawn from its type's whole range, edge values and
+/// special floats included ([`full_range_scalar`]): for testing that an instruction's C computes
+/// what its body says on every input, not only on the small exact values of [`random_args`].
+pub fn random_args_full_range(
+    proc: &Proc,
+    sizes: &HashMap<String, i64>,
+    seed: u64,
+) -> Result<Vec<ArgValue>, InterpError> {
+    args_drawn_by(proc, sizes, seed, full_range_scalar)
+}
+
+fn args_drawn_by(
+    proc: &Proc,
+    sizes: &HashMap<String, i64>,
+    seed: u64,
+    draw: fn(&mut SplitMix64, DType) -> Scalar,
+) -> Result<Vec<ArgValue>, InterpError> {
     let ctrl = control_values(proc, sizes)?;
     let shapes = arg_shapes(proc, sizes)?;
     let mut rng = SplitMix64(seed);
@@ -138,7 +226,7 @@ pub fn random_args(
             },
             Some((dtype, shape)) => {
                 let n = shape.iter().product();
-                let values = (0..n).map(|_| random_scalar(&mut rng, dtype)).collect();
+                let values = (0..n).map(|_| draw(&mut rng, dtype)).collect();
                 out.push(ArgValue::Buf(Buffer::from_scalars(dtype, shape, values)));
             }
         }

@@ -49,6 +49,7 @@ pub use parser::{parse_step, MAX_DEPTH};
 const BUILTIN_LIBS: &[(&str, &str)] = &[
     ("std", include_str!("../../../lib/std.weft")),
     ("avx512", include_str!("../../../lib/avx512.weft")),
+    ("avx2", include_str!("../../../lib/avx2.weft")),
     ("cache", include_str!("../../../lib/cache.weft")),
 ];
 

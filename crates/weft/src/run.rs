@@ -160,9 +160,24 @@ pub fn run_and_compare(
     check_memory(proc, &opts.sizes)?;
     let args = weft_interp::random_args(proc, &opts.sizes, opts.seed)
         .map_err(|e| Error::message(format!("error: {}", e.message)))?;
+    compare_on(program, proc, jit, &args, opts)
+}
+
+/// [`run_and_compare`] on the given arguments (control values and buffers), for callers that make
+/// their own data (`weft_interp::random_args_full_range`); `opts.sizes` names the control values
+/// for the report and `opts.seed` is not used.
+pub fn compare_on(
+    program: &Program,
+    proc: &Arc<Proc>,
+    jit: &Jit,
+    args: &[weft_interp::ArgValue],
+    opts: &RunOptions,
+) -> Result<RunReport, Error> {
+    check_control_values(proc, &opts.sizes)?;
+    check_memory(proc, &opts.sizes)?;
 
     // The oracle.
-    let mut expected = args.clone();
+    let mut expected = args.to_vec();
     let t0 = Instant::now();
     weft_interp::run(proc, &mut expected, &mut ConfigState::default()).map_err(|e| {
         let d = weft_ir::Diagnostic::new("run", e.span, e.message.clone());

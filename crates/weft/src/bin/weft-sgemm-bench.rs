@@ -1,20 +1,67 @@
-//! SGEMM side by side with numpy's OpenBLAS (single-threaded), in one run.
+//! SGEMM (`C += A·B`, row-major f32) side by side with OpenBLAS, MKL and BLIS, in one process.
 //!
-//! The weft kernel is `sgemm_sched` of `examples/sgemm.weft`: the naive three-loop SGEMM scheduled
-//! with loop and buffer rewrites only, compiled by the JIT (`cc -O3 -march=native`). numpy runs
-//! from the virtual environment made by `bench/peers/setup.sh` (default `.venv-peers`, or
-//! `WEFT_PEERS_VENV`), with `OPENBLAS_NUM_THREADS=1`, in a child process; numpy and weft calls
-//! alternate, and the table reports medians and the median of the per-pair ratios.
+//! The peers are the shared libraries that `bench/peers/setup.sh` installs from PyPI into a
+//! virtual environment (default `.venv-peers`, or `WEFT_PEERS_VENV`): numpy's OpenBLAS
+//! (`scipy_cblas_sgemm64_`), MKL's `libmkl_rt` (`cblas_sgemm`, on the GNU OpenMP threading layer,
+//! the runtime weft's parallel loops use) and the `blis` package's BLIS (`bli_sgemm`). They are
+//! loaded with libloading and called directly, like the weft kernel, so no interpreter overhead
+//! enters any time. Every library is set to the same thread count (`--threads`).
+//!
+//! For each shape, the libraries are called in turn, round after round (so all see the same
+//! machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
+//! fastest peer. Every library's result is checked in every run: C starts as a known matrix, and
+//! after one call sampled cells are compared with dot products computed here in f64. The run
+//! starts with the machine's FMA peak, measured by `fma_peak` of `examples/fma_peak.weft`.
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-sgemm-bench`
+//! Options: `--threads N` (default 1), `--shapes MxNxK,...`, `--proc NAME` (the weft kernel,
+//! default `sgemm_sched`, or `sgemm_par` with two threads), `--file PATH` (default
+//! `examples/sgemm.weft`), `--seconds S` (time per shape and library, default 0.3).
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use libloading::Library;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
-use weft::jit::{Arg, BufArg, Jit};
+use weft::jit::{Arg, BufArg, Jit, Kernel};
 
-const SIZES: [usize; 3] = [64, 256, 1024];
+/// Squares, then shapes that real callers use and register tiles do not divide.
+const SHAPES: &[(usize, usize, usize)] = &[
+    (64, 64, 64),
+    (128, 128, 128),
+    (256, 256, 256),
+    (512, 512, 512),
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    // primes
+    (97, 97, 97),
+    (251, 251, 251),
+    (509, 509, 509),
+    (1021, 1021, 1021),
+    // one below and one above multiples of a 6 x 64 register tile
+    (383, 383, 383),
+    (385, 385, 385),
+    (767, 1023, 511),
+    (769, 1025, 513),
+    // tall and skinny, short and wide
+    (4096, 32, 256),
+    (4096, 64, 64),
+    (32, 4096, 256),
+    (8, 2048, 512),
+    // small K
+    (1024, 1024, 16),
+    (512, 512, 8),
+    // tiny
+    (1, 1, 1),
+    (7, 5, 3),
+];
+
+type Sgemm = Box<dyn Fn(usize, usize, usize, &[f32], &[f32], &mut [f32])>;
+
+struct Peer {
+    name: &'static str,
+    call: Sgemm,
+    /// Keeps the library loaded while `call` uses it.
+    _lib: Library,
+}
 
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
@@ -22,14 +69,301 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The one file in `dir` whose name starts with `prefix` and contains `.so`.
+fn find_lib(dir: &Path, prefix: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.contains(".so"))
+        })
+}
+
+fn site_packages(venv: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(venv.join("lib"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+}
+
+/// The shared libpython of the virtual environment's Python, as its `sysconfig` names it.
+fn python_library(venv: &Path) -> Result<PathBuf, String> {
+    let out = std::process::Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import sysconfig as s; print(s.get_config_var('LIBDIR') + '/' + s.get_config_var('LDLIBRARY'))",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run the peers' Python: {e}"))?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "the peers' Python has no shared libpython ({}), which the `blis` package needs",
+            path.display()
+        ))
+    }
+}
+
+const CBLAS_ROW_MAJOR: i32 = 101;
+const CBLAS_NO_TRANS: i32 = 111;
+
+/// A peer calling `cblas_sgemm` (row-major, no transposes, alpha = beta = 1) through `$symbol`
+/// of `$lib`, whose integers are `$int`.
+macro_rules! cblas_peer {
+    ($lib:expr, $name:expr, $symbol:expr, $int:ty) => {{
+        type Gemm = unsafe extern "C" fn(
+            i32,
+            i32,
+            i32,
+            $int,
+            $int,
+            $int,
+            f32,
+            *const f32,
+            $int,
+            *const f32,
+            $int,
+            f32,
+            *mut f32,
+            $int,
+        );
+        let f: Gemm = *$lib.get::<Gemm>($symbol).map_err(|e| e.to_string())?;
+        Peer {
+            name: $name,
+            call: Box::new(move |m, n, k, a, b, c| {
+                let (m, n, k) = (m as $int, n as $int, k as $int);
+                f(
+                    CBLAS_ROW_MAJOR,
+                    CBLAS_NO_TRANS,
+                    CBLAS_NO_TRANS,
+                    m,
+                    n,
+                    k,
+                    1.0,
+                    a.as_ptr(),
+                    k,
+                    b.as_ptr(),
+                    n,
+                    1.0,
+                    c.as_mut_ptr(),
+                    n,
+                )
+            }),
+            _lib: $lib,
+        }
+    }};
+}
+
+fn load_peers(venv: &Path, threads: usize) -> Result<Vec<Peer>, String> {
+    let site = site_packages(venv).ok_or_else(|| {
+        format!(
+            "no site-packages under {}; run bash bench/peers/setup.sh first",
+            venv.display()
+        )
+    })?;
+    let mut peers = Vec::new();
+    // SAFETY (all three): the libraries are the peers' own releases; the signatures are their
+    // documented C interfaces (CBLAS with 64-bit integers for scipy-openblas, LP64 CBLAS for
+    // mkl_rt, BLIS's typed API with 64-bit dim_t/inc_t), and every pointer passed points into
+    // buffers of the sizes those calls read and write.
+    unsafe {
+        let path = find_lib(&site.join("numpy.libs"), "libscipy_openblas")
+            .ok_or("numpy's OpenBLAS not found")?;
+        let lib = Library::new(&path).map_err(|e| e.to_string())?;
+        let set: libloading::Symbol<unsafe extern "C" fn(i32)> = lib
+            .get(b"scipy_openblas_set_num_threads64_")
+            .map_err(|e| e.to_string())?;
+        set(threads as i32);
+        peers.push(cblas_peer!(lib, "OpenBLAS", b"scipy_cblas_sgemm64_", i64));
+
+        let path = find_lib(&venv.join("lib"), "libmkl_rt").ok_or("MKL not found")?;
+        let lib = Library::new(&path).map_err(|e| e.to_string())?;
+        // MKL_THREADING_GNU: MKL's threads are libgomp's, as weft's are.
+        let layer: libloading::Symbol<unsafe extern "C" fn(i32) -> i32> = lib
+            .get(b"MKL_Set_Threading_Layer")
+            .map_err(|e| e.to_string())?;
+        layer(3);
+        let set: libloading::Symbol<unsafe extern "C" fn(i32)> =
+            lib.get(b"MKL_Set_Num_Threads").map_err(|e| e.to_string())?;
+        set(threads as i32);
+        peers.push(cblas_peer!(lib, "MKL", b"cblas_sgemm", i32));
+
+        // The `blis` package's library is a Python extension: the symbols it refers to come
+        // from libpython, loaded first for the process (no interpreter is started; bli_sgemm
+        // calls none of it).
+        let libpython = python_library(venv)?;
+        let python = libloading::os::unix::Library::open(
+            Some(&libpython),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+        )
+        .map_err(|e| e.to_string())?;
+        std::mem::forget(python);
+        let path = find_lib(&site.join("blis"), "cy.").ok_or("BLIS not found")?;
+        let lib = Library::new(&path).map_err(|e| e.to_string())?;
+        let init: libloading::Symbol<unsafe extern "C" fn()> =
+            lib.get(b"bli_init").map_err(|e| e.to_string())?;
+        init();
+        let set: libloading::Symbol<unsafe extern "C" fn(i64)> = lib
+            .get(b"bli_thread_set_num_threads")
+            .map_err(|e| e.to_string())?;
+        set(threads as i64);
+        type BliGemm = unsafe extern "C" fn(
+            i32,
+            i32,
+            i64,
+            i64,
+            i64,
+            *const f32,
+            *const f32,
+            i64,
+            i64,
+            *const f32,
+            i64,
+            i64,
+            *const f32,
+            *mut f32,
+            i64,
+            i64,
+        );
+        let f: BliGemm = *lib
+            .get::<BliGemm>(b"bli_sgemm")
+            .map_err(|e| e.to_string())?;
+        peers.push(Peer {
+            name: "BLIS",
+            call: Box::new(move |m, n, k, a, b, c| {
+                let one = 1.0f32;
+                f(
+                    0,
+                    0,
+                    m as i64,
+                    n as i64,
+                    k as i64,
+                    &one,
+                    a.as_ptr(),
+                    k as i64,
+                    1,
+                    b.as_ptr(),
+                    n as i64,
+                    1,
+                    &one,
+                    c.as_mut_ptr(),
+                    n as i64,
+                    1,
+                )
+            }),
+            _lib: lib,
+        });
+    }
+    Ok(peers)
+}
+
+fn weft_call(kernel: &Kernel, m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+    kernel
+        .call(&mut [
+            Arg::Int(m as i64),
+            Arg::Int(n as i64),
+            Arg::Int(k as i64),
+            Arg::Buf(BufArg::from_slice(a, &[m, k])),
+            Arg::Buf(BufArg::from_slice(b, &[k, n])),
+            Arg::Buf(BufArg::new(c, &[m, n])),
+        ])
+        .expect("the weft kernel runs");
+}
+
+/// Sampled cells of `c` (which started as `c0`) against `c0 + A·B` computed in f64.
+fn check(
+    who: &str,
+    (m, n, k): (usize, usize, usize),
+    a: &[f32],
+    b: &[f32],
+    c0: &[f32],
+    c: &[f32],
+) -> Result<(), String> {
+    for s in 0..97 {
+        let (i, j) = ((s * 31 + 7) % m, (s * 57 + 3) % n);
+        let want: f64 = c0[i * n + j] as f64
+            + (0..k)
+                .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+                .sum::<f64>();
+        let got = c[i * n + j] as f64;
+        if (want - got).abs() > 1e-4 * (k as f64) * want.abs().max(1.0) {
+            return Err(format!(
+                "{who} at {m}x{n}x{k}: C[{i}, {j}] = {got}, expected {want}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// GFLOP/s of `fma_peak` (examples/fma_peak.weft): independent chains of 16-lane FMAs.
+fn fma_peak(jit: &Jit, root: &Path, threads: usize) -> Result<f64, Box<dyn std::error::Error>> {
+    let program = weft::load(&root.join("examples/fma_peak.weft"))?;
+    let name = if threads > 1 {
+        "fma_peak_par"
+    } else {
+        "fma_peak"
+    };
+    let proc = program.module.proc(name).ok_or("no fma_peak")?.clone();
+    let module = jit.compile(std::slice::from_ref(&proc))?;
+    let kernel = module.kernel(name)?;
+    let n = 2_000_000i64;
+    let mut x = vec![0f32; 2 * 24 * 16];
+    let y = vec![1f32; 16];
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        kernel.call(&mut [
+            Arg::Int(n),
+            Arg::Buf(BufArg::new(&mut x, &[2, 24, 16])),
+            Arg::Buf(BufArg::from_slice(&y, &[16])),
+        ])?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let chains = if threads > 1 { 2.0 } else { 1.0 };
+    Ok(chains * n as f64 * 24.0 * 16.0 * 2.0 / best / 1e9)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opt = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let threads: usize = opt("--threads").map_or(Ok(1), |s| s.parse())?;
+    let seconds: f64 = opt("--seconds").map_or(Ok(0.3), |s| s.parse())?;
+    let file = opt("--file").map_or_else(|| root.join("examples/sgemm.weft"), PathBuf::from);
+    let name = opt("--proc").unwrap_or_else(|| {
+        if threads > 1 {
+            "sgemm_par".into()
+        } else {
+            "sgemm_sched".into()
+        }
+    });
+    let shapes: Vec<(usize, usize, usize)> = match opt("--shapes") {
+        None => SHAPES.to_vec(),
+        Some(s) => s
+            .split(',')
+            .map(|t| {
+                let d: Vec<usize> = t.split('x').filter_map(|x| x.parse().ok()).collect();
+                match d[..] {
+                    [m, n, k] => Ok((m, n, k)),
+                    _ => Err(format!("shape `{t}` is not MxNxK")),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+    };
+
+    let venv = root.join(std::env::var("WEFT_PEERS_VENV").unwrap_or_else(|_| ".venv-peers".into()));
+    let peers = load_peers(&venv, threads)?;
     let t = Instant::now();
-    // WEFT_SGEMM_FILE / WEFT_SGEMM_PROC select another schedule (for trying variants).
-    let file = std::env::var("WEFT_SGEMM_FILE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| root.join("examples/sgemm.weft"));
-    let name = std::env::var("WEFT_SGEMM_PROC").unwrap_or_else(|_| "sgemm_sched".into());
     let program = weft::load(&file)?;
     let load = t.elapsed();
     let proc = program
@@ -40,91 +374,85 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let jit = Jit::new()?;
     let module = jit.compile(std::slice::from_ref(&proc))?;
     let kernel = module.kernel(&name)?;
+    let peak = fma_peak(&jit, &root, threads)?;
     println!(
-        "weft: {name} of {} parsed, checked and scheduled in {:.1} ms; compiler: {} {}",
+        "weft: {name} of {} loaded (parsed, checked, scheduled) in {:.1} ms; compiler: {} {}",
         file.display(),
         load.as_secs_f64() * 1e3,
         jit.compiler(),
         jit.all_flags().join(" ")
     );
-
-    // numpy in a child process that times one matmul per request, alternated with weft calls.
-    let venv = std::env::var("WEFT_PEERS_VENV").unwrap_or_else(|_| ".venv-peers".into());
-    let python = root.join(&venv).join("bin/python");
-    let mut child = Command::new(&python)
-        .arg(root.join("bench/peers/numpy_sgemm.py"))
-        .env("OPENBLAS_NUM_THREADS", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot run {} ({e}); run bash bench/peers/setup.sh first",
-                python.display()
-            )
-        })?;
-    let mut to_numpy = child.stdin.take().ok_or("no stdin")?;
-    let mut from_numpy = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-    let mut numpy_time = |n: usize| -> Result<f64, Box<dyn std::error::Error>> {
-        writeln!(to_numpy, "{n}")?;
-        let mut line = String::new();
-        from_numpy.read_line(&mut line)?;
-        line.trim()
-            .parse::<f64>()
-            .map_err(|_| format!("numpy answered `{}`", line.trim()).into())
-    };
-
+    println!("threads: {threads}; FMA peak (fma_peak): {peak:.1} GFLOP/s");
     println!();
-    println!("| n | weft GFLOP/s | OpenBLAS (numpy) GFLOP/s | weft / OpenBLAS |");
-    println!("|---|---|---|---|");
-    for n in SIZES {
-        let a: Vec<f32> = (0..n * n).map(|k| ((k * 7) % 17) as f32 / 16.0).collect();
-        let b: Vec<f32> = (0..n * n).map(|k| ((k * 5) % 13) as f32 / 16.0).collect();
-        let mut c = vec![0f32; n * n];
-        let call = |c: &mut [f32]| {
-            kernel.call(&mut [
-                Arg::Int(n as i64),
-                Arg::Int(n as i64),
-                Arg::Int(n as i64),
-                Arg::Buf(BufArg::from_slice(&a, &[n, n])),
-                Arg::Buf(BufArg::from_slice(&b, &[n, n])),
-                Arg::Buf(BufArg::new(c, &[n, n])),
-            ])
-        };
-        let flops = 2.0 * (n as f64).powi(3);
-        let reps = ((4e9 / flops) as usize).clamp(11, 200);
-        let (mut times, mut np_times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        numpy_time(n)?;
-        for _ in 0..reps + 1 {
-            let np = numpy_time(n)?;
-            let t = Instant::now();
-            call(&mut c)?;
-            let w = t.elapsed().as_secs_f64();
-            times.push(w);
-            np_times.push(np);
-            ratios.push(np / w);
+    let names: Vec<&str> = peers.iter().map(|p| p.name).collect();
+    println!(
+        "| M x N x K | weft GFLOP/s | {} | weft / fastest | weft / peak |",
+        names
+            .iter()
+            .map(|n| format!("{n} GFLOP/s"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|---|{}---|---|", "---|".repeat(peers.len()));
+    let mut worst = f64::MAX;
+    for &(m, n, k) in &shapes {
+        let a: Vec<f32> = (0..m * k)
+            .map(|x| ((x * 7) % 17) as f32 / 16.0 - 0.5)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|x| ((x * 5) % 13) as f32 / 16.0 - 0.4)
+            .collect();
+        let c0: Vec<f32> = (0..m * n).map(|x| ((x * 3) % 11) as f32 / 8.0).collect();
+        // Check every library once, from the same C.
+        let mut c = c0.clone();
+        weft_call(&kernel, m, n, k, &a, &b, &mut c);
+        check("weft", (m, n, k), &a, &b, &c0, &c)?;
+        for p in &peers {
+            let mut c = c0.clone();
+            (p.call)(m, n, k, &a, &b, &mut c);
+            check(p.name, (m, n, k), &a, &b, &c0, &c)?;
         }
-        // One more call on a zeroed C, checked against dot products computed here (sampled).
-        c.iter_mut().for_each(|x| *x = 0.0);
-        call(&mut c)?;
-        for s in 0..97 {
-            let (i, j) = ((s * 31 + 7) % n, (s * 57 + 3) % n);
-            let want: f64 = (0..n)
-                .map(|k| a[i * n + k] as f64 * b[k * n + j] as f64)
-                .sum();
-            let got = c[i * n + j] as f64;
-            if (want - got).abs() > 1e-3 * want.abs().max(1.0) {
-                return Err(format!("n = {n}: C[{i}, {j}] = {got}, expected {want}").into());
+        // Rounds of calls, all libraries in turn; each round calls each library `batch` times,
+        // so that one timing is long enough for the clock.
+        let flops = 2.0 * (m * n * k) as f64;
+        let batch = ((2e6 / flops) as usize).clamp(1, 2000);
+        let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 400);
+        let mut c = c0.clone();
+        let mut times = vec![Vec::new(); peers.len() + 1];
+        for _ in 0..rounds {
+            let t = Instant::now();
+            for _ in 0..batch {
+                weft_call(&kernel, m, n, k, &a, &b, &mut c);
+            }
+            times[0].push(t.elapsed().as_secs_f64() / batch as f64);
+            for (p, ts) in peers.iter().zip(&mut times[1..]) {
+                let t = Instant::now();
+                for _ in 0..batch {
+                    (p.call)(m, n, k, &a, &b, &mut c);
+                }
+                ts.push(t.elapsed().as_secs_f64() / batch as f64);
+            }
+            // Keep C finite: it accumulates every call.
+            if c[0].abs() > 1e6 {
+                c.copy_from_slice(&c0);
             }
         }
-        // Medians: this VM's clock and speed jump now and then; each ratio compares a weft call
-        // with the numpy call just before it.
-        let (w, o, r) = (median(&times), median(&np_times), median(&ratios));
+        let gflops: Vec<f64> = times.iter().map(|t| flops / median(t) / 1e9).collect();
+        let fastest = gflops[1..].iter().cloned().fold(0.0, f64::max);
+        let ratio = gflops[0] / fastest;
+        worst = worst.min(ratio);
         println!(
-            "| {n} | {:.1} | {:.1} | {r:.2} |",
-            flops / w / 1e9,
-            flops / o / 1e9
+            "| {m} x {n} x {k} | {:.1} | {} | {ratio:.2} | {:.2} |",
+            gflops[0],
+            gflops[1..]
+                .iter()
+                .map(|g| format!("{g:.1}"))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            gflops[0] / peak
         );
     }
+    println!();
+    println!("lowest weft / fastest peer: {worst:.2}");
     Ok(())
 }

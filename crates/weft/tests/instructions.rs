@@ -1,0 +1,336 @@
+//! Every instruction of the hardware libraries in `lib/`: the C its template emits computes what
+//! its body says, bit for bit, on data from the whole range of each type (edge values, special
+//! floats) and for every value of its control arguments that its preconditions allow (mask
+//! counts, shift amounts).
+//!
+//! For each instruction, the test writes a proc that takes every buffer argument in DRAM, loads
+//! the ones the instruction wants in registers with the library's load for that memory and type,
+//! calls the instruction, and stores the registers back with the library's store. The proc is
+//! compiled (the templates) and run in the interpreter (the bodies, loads and stores included),
+//! and every output cell is compared. A library whose extensions this CPU lacks is skipped with a
+//! message; the JIT refuses to run its code there (`JitError::Isa`).
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+use weft::ir::{ArgKind, CtrlType, DType, Proc};
+use weft::jit::Jit;
+use weft::run::{compare_on, RunOptions};
+use weft::syntax::SourceMap;
+
+/// The load and store of one register memory for one element type: `(memory, type, load,
+/// store)`.
+type RegisterIo = (&'static str, DType, &'static str, &'static str);
+
+struct Library {
+    name: &'static str,
+    text: &'static str,
+    io: &'static [RegisterIo],
+}
+
+const LIBRARIES: &[Library] = &[
+    Library {
+        name: "avx512",
+        text: include_str!("../../../lib/avx512.weft"),
+        io: &[
+            ("AVX512", DType::F32, "mm512_loadu_ps", "mm512_storeu_ps"),
+            ("AVX512D", DType::F64, "mm512_loadu_pd", "mm512_storeu_pd"),
+            (
+                "AVX512I32",
+                DType::I32,
+                "mm512_loadu_epi32",
+                "mm512_storeu_epi32",
+            ),
+            (
+                "AVX512I32",
+                DType::U32,
+                "mm512_loadu_epu32",
+                "mm512_storeu_epu32",
+            ),
+            (
+                "AVX512I16",
+                DType::I16,
+                "mm512_loadu_epi16",
+                "mm512_storeu_epi16",
+            ),
+            (
+                "AVX512I16",
+                DType::U16,
+                "mm512_loadu_epu16",
+                "mm512_storeu_epu16",
+            ),
+            (
+                "AVX512I8",
+                DType::I8,
+                "mm512_loadu_epi8",
+                "mm512_storeu_epi8",
+            ),
+            (
+                "AVX512I8",
+                DType::U8,
+                "mm512_loadu_epu8",
+                "mm512_storeu_epu8",
+            ),
+        ],
+    },
+    Library {
+        name: "avx2",
+        text: include_str!("../../../lib/avx2.weft"),
+        io: &[
+            ("AVX2", DType::F32, "mm256_loadu_ps", "mm256_storeu_ps"),
+            ("AVX2D", DType::F64, "mm256_loadu_pd", "mm256_storeu_pd"),
+            (
+                "AVX2I32",
+                DType::I32,
+                "mm256_loadu_epi32",
+                "mm256_storeu_epi32",
+            ),
+            (
+                "AVX2I32",
+                DType::U32,
+                "mm256_loadu_epu32",
+                "mm256_storeu_epu32",
+            ),
+            (
+                "AVX2I16",
+                DType::I16,
+                "mm256_loadu_epi16",
+                "mm256_storeu_epi16",
+            ),
+            (
+                "AVX2I16",
+                DType::U16,
+                "mm256_loadu_epu16",
+                "mm256_storeu_epu16",
+            ),
+            ("AVX2I8", DType::I8, "mm256_loadu_epi8", "mm256_storeu_epi8"),
+            ("AVX2I8", DType::U8, "mm256_loadu_epu8", "mm256_storeu_epu8"),
+        ],
+    },
+    Library {
+        name: "cache",
+        text: include_str!("../../../lib/cache.weft"),
+        io: &[],
+    },
+];
+
+/// The text of a proc that runs `instr` on buffers in DRAM (see the module comment).
+fn wrapper(lib: &Library, instr: &Proc) -> String {
+    let mut params = Vec::new();
+    let mut pre = String::new();
+    let mut post = String::new();
+    let mut call_args = Vec::new();
+    for a in &instr.args {
+        let name = a.sym.name();
+        match &a.kind {
+            ArgKind::Ctrl(c) => {
+                let ty = match c {
+                    CtrlType::Size => "size",
+                    CtrlType::Index => "index",
+                    CtrlType::Stride => "stride",
+                    CtrlType::Bool => "bool",
+                };
+                params.push(format!("{name}: {ty}"));
+                call_args.push(name.to_string());
+            }
+            ArgKind::Buf(ty) => {
+                let shape: Vec<String> = ty
+                    .shape
+                    .iter()
+                    .map(weft::ir::print::expr_to_string)
+                    .collect();
+                let elem = ty.elem.name();
+                params.push(format!("{name}: {elem}[{}] @ DRAM", shape.join(", ")));
+                if ty.mem.name == "DRAM" {
+                    call_args.push(name.to_string());
+                    continue;
+                }
+                let reg = format!("reg_{name}");
+                writeln!(
+                    pre,
+                    "    alloc {reg}: {elem}[{}] @ {};",
+                    shape.join(", "),
+                    ty.mem.name
+                )
+                .unwrap();
+                if ty.mem.addressable {
+                    // Another addressable memory (a stack tile): copied in and out by loops.
+                    assert_eq!(shape.len(), 1, "`{}`: only vectors are copied", instr.name);
+                    let n = &shape[0];
+                    writeln!(
+                        pre,
+                        "    for i in 0..{n} {{\n        {reg}[i] = {name}[i];\n    }}"
+                    )
+                    .unwrap();
+                    writeln!(
+                        post,
+                        "    for i in 0..{n} {{\n        {name}[i] = {reg}[i];\n    }}"
+                    )
+                    .unwrap();
+                    call_args.push(reg);
+                    continue;
+                }
+                let Some(&(_, _, load, store)) = lib
+                    .io
+                    .iter()
+                    .find(|(m, d, _, _)| *m == ty.mem.name && *d == ty.elem)
+                else {
+                    panic!(
+                        "`{}` takes `{name}` as {elem} in {}, which has no load and store in this test's table",
+                        instr.name, ty.mem.name
+                    );
+                };
+                writeln!(pre, "    {load}({reg}, {name});").unwrap();
+                writeln!(post, "    {store}({name}, {reg});").unwrap();
+                call_args.push(reg);
+            }
+        }
+    }
+    // The instruction's preconditions on its control arguments (those on strides hold for dense
+    // buffers).
+    let preds: String = instr
+        .preds
+        .iter()
+        .map(weft::ir::print::expr_to_string)
+        .filter(|p| !p.contains("stride("))
+        .map(|p| format!("    assert {p};\n"))
+        .collect();
+    format!(
+        "import \"{}\";\nproc wrap_{}({}) {{\n{preds}{pre}    {}({});\n{post}}}\n",
+        lib.name,
+        instr.name,
+        params.join(", "),
+        instr.name,
+        call_args.join(", ")
+    )
+}
+
+/// Every assignment of the values `0..=64` to the control arguments of `instr` (at most 4096).
+fn control_values(instr: &Proc) -> Vec<HashMap<String, i64>> {
+    let names: Vec<&str> = instr
+        .args
+        .iter()
+        .filter(|a| matches!(a.kind, ArgKind::Ctrl(_)))
+        .map(|a| a.sym.name())
+        .collect();
+    let mut out = vec![HashMap::new()];
+    for n in names {
+        out = out
+            .into_iter()
+            .flat_map(|m| {
+                (0..=64).map(move |v| {
+                    let mut m = m.clone();
+                    m.insert(n.to_string(), v);
+                    m
+                })
+            })
+            .take(4096)
+            .collect();
+    }
+    out
+}
+
+fn library_procs(lib: &Library) -> Vec<Arc<Proc>> {
+    let module = weft::syntax::parse_module(&mut SourceMap::new(), lib.name, lib.text)
+        .unwrap_or_else(|d| panic!("{} does not parse: {d:?}", lib.name));
+    module.procs.clone()
+}
+
+fn check_library(lib: &Library) {
+    let procs = library_procs(lib);
+    let isa: Vec<String> = procs
+        .iter()
+        .flat_map(|p| p.instr.iter().flat_map(|i| i.isa.clone()))
+        .chain(
+            procs
+                .iter()
+                .flat_map(|p| p.args.iter())
+                .filter_map(|a| match &a.kind {
+                    ArgKind::Buf(t) => Some(t.mem.isa.clone()),
+                    _ => None,
+                })
+                .flatten(),
+        )
+        .collect();
+    if let Some(missing) = weft::jit::isa::missing(&isa) {
+        eprintln!(
+            "skipped: this CPU lacks {missing}, which `{}` needs",
+            lib.name
+        );
+        return;
+    }
+    let jit = Jit::new().expect("a C compiler");
+    let mut tested = 0;
+    for instr in procs.iter().filter(|p| p.instr.is_some()) {
+        let text = wrapper(lib, instr);
+        let program = weft::load_str("wrapper.weft", &text).unwrap_or_else(|e| {
+            panic!(
+                "the wrapper of `{}` does not load:\n{text}\n{e}",
+                instr.name
+            )
+        });
+        let proc = program
+            .module
+            .proc(&format!("wrap_{}", instr.name))
+            .expect("the wrapper")
+            .clone();
+        let mut runs = 0;
+        for sizes in control_values(instr) {
+            // Values the preconditions refuse are not tested.
+            let probe = weft::interp::random_args(&proc, &sizes, 0);
+            let Ok(mut probe) = probe else { continue };
+            if let Err(e) = weft::interp::run(&proc, &mut probe, &mut Default::default()) {
+                assert!(
+                    e.message.contains("precondition"),
+                    "`{}` at {sizes:?}: {}",
+                    instr.name,
+                    e.message
+                );
+                continue;
+            }
+            let seeds = if sizes.is_empty() { 64 } else { 4 };
+            for seed in 0..seeds {
+                let args =
+                    weft::interp::random_args_full_range(&proc, &sizes, seed).expect("arguments");
+                let opts = RunOptions {
+                    sizes: sizes.clone(),
+                    seed,
+                    reps: 1,
+                };
+                compare_on(&program, &proc, &jit, &args, &opts).unwrap_or_else(|e| {
+                    panic!(
+                        "`{}` of {} at {sizes:?}, seed {seed}: {e}\n{text}",
+                        instr.name, lib.name
+                    )
+                });
+            }
+            runs += 1;
+        }
+        assert!(
+            runs > 0,
+            "no control values pass the preconditions of `{}`",
+            instr.name
+        );
+        tested += 1;
+    }
+    assert!(tested > 0, "{} has no instructions", lib.name);
+    eprintln!(
+        "{}: {tested} instructions compute what their bodies say",
+        lib.name
+    );
+}
+
+#[test]
+fn avx512_instructions_compute_their_bodies() {
+    check_library(&LIBRARIES[0]);
+}
+
+#[test]
+fn avx2_instructions_compute_their_bodies() {
+    check_library(&LIBRARIES[1]);
+}
+
+#[test]
+fn cache_instructions_compile_and_change_nothing() {
+    check_library(&LIBRARIES[2]);
+}

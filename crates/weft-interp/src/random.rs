@@ -124,64 +124,57 @@ pub fn random_args(
 
 /// One random value of type `dtype` from its whole range, with its edge values often.
 ///
-/// Floats, in eighths: one is special (±0, ±infinity, NaN, the largest and smallest normal and
-/// subnormal magnitudes), one is a small dyadic value as [`random_scalar`] draws it, four are in
-/// `(-4, 4)` with every mantissa bit random (so sums round, and their order shows), and two have
-/// random bits (any sign, exponent and mantissa, NaNs included). Integers: a quarter are edge
-/// values (the minimum, the maximum, 0, ±1), the rest uniform over the type's range.
+/// Floats, in eighths: one is an edge value ([`F64_EDGES`]: ±0, ±infinity, NaNs of both signs
+/// and a signalling one, the largest and smallest normal and subnormal magnitudes, ±2^31 and its
+/// neighbours in f32, ties of rounding, 2^24 ± 1), one is a small dyadic value as
+/// [`random_scalar`] draws it, four have a random sign, an exponent in `[-3, 1]` and every
+/// mantissa bit random (so sums round, and their order shows), and two have random bits (any
+/// sign, exponent and mantissa). Integers: a quarter are edge values (the bounds of every integer
+/// type, and their neighbours, wrapped into this type; 0, ±1), the rest uniform over the type's
+/// range.
 fn full_range_scalar(rng: &mut SplitMix64, dtype: DType) -> Scalar {
     let bits = rng.next_u64();
     let pick = rng.next_u64() % 8;
-    // In (-4, 4), with 53 random bits.
-    let rounding = ((bits >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 8.0;
+    let edge_bits = rng.next_u64();
+    let edge = |n: usize| (edge_bits % n as u64) as usize;
     match dtype {
         DType::Bool => Scalar::Bool(bits & 1 == 1),
         DType::F32 => Scalar::F32(match pick {
             0 => {
-                const SPECIAL: [f32; 11] = [
-                    0.0,
-                    -0.0,
-                    f32::INFINITY,
-                    f32::NEG_INFINITY,
-                    f32::NAN,
-                    f32::MAX,
-                    f32::MIN,
-                    f32::MIN_POSITIVE,
-                    -f32::MIN_POSITIVE,
-                    1.0e-45,
-                    -1.0e-45,
-                ];
-                SPECIAL[(bits % SPECIAL.len() as u64) as usize]
+                match F64_EDGES[edge(F64_EDGES.len())] {
+                    // A signalling NaN with a payload, as f32 bits.
+                    EdgeFloat::SignallingNan => f32::from_bits(0x7fa0_0001),
+                    EdgeFloat::Value(v) => v as f32,
+                    EdgeFloat::F32Min => f32::MIN_POSITIVE,
+                    EdgeFloat::F32Sub => f32::from_bits(1),
+                    EdgeFloat::F32Max => f32::MAX,
+                }
             }
             1 => rng.range(-256, 256) as f32 / 256.0,
-            2..=5 => rounding as f32,
+            2..=5 => {
+                let exp = (127 - 3 + (bits >> 40) % 5) as u32;
+                f32::from_bits(((bits >> 63) as u32) << 31 | exp << 23 | (bits as u32 & 0x7f_ffff))
+            }
             _ => f32::from_bits(bits as u32),
         }),
         DType::F64 => Scalar::F64(match pick {
-            0 => {
-                const SPECIAL: [f64; 11] = [
-                    0.0,
-                    -0.0,
-                    f64::INFINITY,
-                    f64::NEG_INFINITY,
-                    f64::NAN,
-                    f64::MAX,
-                    f64::MIN,
-                    f64::MIN_POSITIVE,
-                    -f64::MIN_POSITIVE,
-                    5.0e-324,
-                    -5.0e-324,
-                ];
-                SPECIAL[(bits % SPECIAL.len() as u64) as usize]
-            }
+            0 => match F64_EDGES[edge(F64_EDGES.len())] {
+                EdgeFloat::SignallingNan => f64::from_bits(0x7ff4_0000_0000_0001),
+                EdgeFloat::Value(v) => v,
+                EdgeFloat::F32Min => f64::MIN_POSITIVE,
+                EdgeFloat::F32Sub => f64::from_bits(1),
+                EdgeFloat::F32Max => f64::MAX,
+            },
             1 => rng.range(-256, 256) as f64 / 256.0,
-            2..=5 => rounding,
+            2..=5 => {
+                let exp = 1023 - 3 + (bits >> 55) % 5;
+                f64::from_bits((bits >> 63) << 63 | exp << 52 | (bits & 0xf_ffff_ffff_ffff))
+            }
             _ => f64::from_bits(bits),
         }),
         d => {
             let v = if pick < 2 {
-                let (lo, hi) = d.int_range().unwrap_or((0, 1));
-                [lo, hi, 0, 1, -1][(bits % 5) as usize]
+                INT_EDGES[edge(INT_EDGES.len())]
             } else {
                 bits as i64 as i128
             };
@@ -189,6 +182,77 @@ fn full_range_scalar(rng: &mut SplitMix64, dtype: DType) -> Scalar {
         }
     }
 }
+
+/// An edge value of a float type (the largest and smallest magnitudes are the type's own).
+#[derive(Clone, Copy)]
+enum EdgeFloat {
+    Value(f64),
+    SignallingNan,
+    /// The smallest positive normal of the type.
+    F32Min,
+    /// The smallest positive subnormal of the type.
+    F32Sub,
+    /// The largest finite value of the type.
+    F32Max,
+}
+
+const F64_EDGES: [EdgeFloat; 24] = [
+    EdgeFloat::Value(0.0),
+    EdgeFloat::Value(-0.0),
+    EdgeFloat::Value(f64::INFINITY),
+    EdgeFloat::Value(f64::NEG_INFINITY),
+    EdgeFloat::Value(f64::NAN),
+    EdgeFloat::Value(-f64::NAN),
+    EdgeFloat::SignallingNan,
+    EdgeFloat::F32Min,
+    EdgeFloat::F32Sub,
+    EdgeFloat::F32Max,
+    EdgeFloat::Value(2147483648.0),
+    EdgeFloat::Value(-2147483648.0),
+    EdgeFloat::Value(2147483520.0),
+    EdgeFloat::Value(-2147483904.0),
+    EdgeFloat::Value(4294967296.0),
+    EdgeFloat::Value(0.5),
+    EdgeFloat::Value(-0.5),
+    EdgeFloat::Value(1.5),
+    EdgeFloat::Value(2.5),
+    EdgeFloat::Value(-2.5),
+    EdgeFloat::Value(16777215.0),
+    EdgeFloat::Value(16777217.0),
+    EdgeFloat::Value(1.0),
+    EdgeFloat::Value(-1.0),
+];
+
+/// The bounds of every integer type and their neighbours (wrapped into the drawn type).
+const INT_EDGES: [i128; 27] = [
+    0,
+    1,
+    -1,
+    127,
+    128,
+    -128,
+    -129,
+    255,
+    256,
+    32767,
+    32768,
+    -32768,
+    -32769,
+    65535,
+    65536,
+    2147483647,
+    2147483648,
+    -2147483648,
+    -2147483649,
+    4294967295,
+    4294967296,
+    9223372036854775807,
+    -9223372036854775808,
+    2,
+    -2,
+    100,
+    -100,
+];
 
 /// [`random_args`] with every buffer cell drawn from its type's whole range, edge values and
 /// special floats included ([`full_range_scalar`]): for testing that an instruction's C computes

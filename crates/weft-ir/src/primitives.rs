@@ -260,9 +260,12 @@ pub const PRIMITIVES: &[Primitive] = &[
     ),
     prim(
         "fission",
-        &[req("stmt", ParamKind::Stmt, "the last statement of the first loop")],
-        "Splits the enclosing loop after the statement into two loops with the same bounds.",
-        "the statements after it in every iteration do not conflict with the statements before it in later iterations; the code writes no config field the bounds read.",
+        &[
+            req("stmt", ParamKind::Stmt, "the last statement of the first part"),
+            opt("lifts", ParamKind::Int, "how many enclosing loops and `if`s to split", "1"),
+        ],
+        "Splits the enclosing loop after the statement into two loops with the same bounds, or the enclosing `if` (the statement in its then-branch) into two `if`s with the same condition; with `lifts` = n, n levels up, each splitting around the first part the level below made.",
+        "at each loop, the statements after it in every iteration do not conflict with the statements before it in later iterations, and the code writes no config field the bounds read; at each `if`, the first part and the else-branch write no config field the condition reads.",
     ),
     prim(
         "remove_loop",

@@ -259,11 +259,25 @@ impl Schedule {
         })
     }
 
-    /// See [`prims::fission`]: split the enclosing loop after the statement under `c`.
+    /// See [`prims::fission`]: split the enclosing loop (or `if`) after the statement under `c`.
     pub fn fission(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("fission", c, "fission".into(), |a, p, at| {
             prims::fission::fission(a, p, at)
         })
+    }
+
+    /// [`Schedule::fission`] with a lift count: `lifts` levels, each splitting the parent of the
+    /// first part the level below made (Exo's `n_lifts`). Each level is a step of its own.
+    /// Returns a cursor on the outermost first part.
+    pub fn fission_lifts(&mut self, c: &Cursor, lifts: usize) -> Result<Cursor, SchedError> {
+        let mut cur = c.clone();
+        for _ in 0..lifts.max(1) {
+            let r = self.fission(&cur)?;
+            cur = self
+                .parent(&r)
+                .ok_or_else(|| SchedError::new("fission", "the split has no parent"))?;
+        }
+        Ok(cur)
     }
 
     /// See [`prims::add_loop`]: wrap the statement in `for name in 0..hi`. Returns a cursor on

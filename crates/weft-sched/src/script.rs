@@ -123,7 +123,6 @@ pub fn apply_step_in(
         }
         "reorder_loops"
         | "fuse"
-        | "fission"
         | "remove_loop"
         | "unroll"
         | "parallelize"
@@ -140,7 +139,6 @@ pub fn apply_step_in(
             match prim.name {
                 "reorder_loops" => s.reorder_loops(&c)?,
                 "fuse" => s.fuse(&c)?,
-                "fission" => s.fission(&c)?,
                 "remove_loop" => s.remove_loop(&c)?,
                 "unroll" => s.unroll(&c)?,
                 "parallelize" => s.parallelize(&c)?,
@@ -154,6 +152,17 @@ pub fn apply_step_in(
                 "sink_alloc" => s.sink_alloc(&c)?,
                 _ => s.inline_call(&c)?,
             };
+        }
+        "fission" => {
+            let c = a.stmt(s, 0)?;
+            let lifts = match a.has(1) {
+                true => usize::try_from(a.int(1)?)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| a.error(1, "a lift count is 1 or more".into()))?,
+                false => 1,
+            };
+            s.fission_lifts(&c, lifts)?;
         }
         "add_loop" => {
             let c = a.stmt(s, 0)?;

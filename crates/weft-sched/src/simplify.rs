@@ -8,8 +8,21 @@
 //! rules out overflow of the index type), so this is an identity on values; any fold that would
 //! overflow an `i64` is left undone. Data expressions are left alone apart from the control
 //! expressions inside them (indices).
+//!
+//! Inside loops with constant bounds, a quotient or remainder by a positive constant `d` folds
+//! when the loop variables' ranges decide it: writing the dividend as `d·Q + R`, where `R` holds
+//! each term's coefficient modulo `d` (and the constant's remainder), and `R` only loop variables
+//! of known ranges, a proof that `0 <= R < d` on those ranges gives `e / d = Q` and `e % d = R`
+//! (Euclidean division's quotient and remainder are unique). So `(16 * v + l) / 16` is `v` and
+//! `(16 * v + l) % 16` is `l` in `for l in 0..16`, the accesses a split leaves in a divided
+//! buffer.
 
-use weft_ir::{BinOp, Const, Expr, ExprKind, Stmt, StmtKind, Ty, UnOp, WinCoord};
+use std::collections::HashMap;
+use weft_ir::{BinOp, Const, Expr, ExprKind, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord};
+
+/// The ranges `[lo, hi]` of the loop variables around an expression, from loops with constant
+/// bounds.
+type Ranges = HashMap<Sym, (i64, i64)>;
 
 /// An atom of the normal form: a sub-expression that is not affine, merged with the atoms that
 /// are the same expression (same symbols, not just the same names: two variables named `i` may
@@ -176,6 +189,42 @@ fn linear(e: &Expr) -> Lin {
 
 /// Simplify an expression (control parts normalised, data parts rebuilt around them).
 pub fn expr(e: &Expr) -> Expr {
+    expr_in(e, &Ranges::new())
+}
+
+/// `e / d` (`div`) or `e % d` where the ranges decide it (see the module comment).
+fn fold_by_ranges(e: &Expr, d: i64, div: bool, ranges: &Ranges) -> Option<Expr> {
+    if d <= 0 || ranges.is_empty() {
+        return None;
+    }
+    let lin = linear(e);
+    let mut quotient = Lin::constant(lin.constant.div_euclid(d));
+    let mut remainder = Lin::constant(lin.constant.rem_euclid(d));
+    let (mut lo, mut hi) = (remainder.constant, remainder.constant);
+    for (atom, c) in &lin.terms {
+        let (q, r) = (c.div_euclid(d), c.rem_euclid(d));
+        if q != 0 {
+            quotient = quotient.add(Lin::atom(atom.clone()).scale(q)?, 1)?;
+        }
+        if r != 0 {
+            let ExprKind::Var(v) = &atom.expr.kind else {
+                return None;
+            };
+            let (vlo, vhi) = ranges.get(v)?;
+            lo = lo.checked_add(r.checked_mul(*vlo)?)?;
+            hi = hi.checked_add(r.checked_mul(*vhi)?)?;
+            remainder = remainder.add(Lin::atom(atom.clone()).scale(r)?, 1)?;
+        }
+    }
+    if lo < 0 || hi >= d {
+        return None;
+    }
+    let out = if div { quotient } else { remainder };
+    Some(out.to_expr())
+}
+
+fn expr_in(e: &Expr, ranges: &Ranges) -> Expr {
+    let expr = |x: &Expr| expr_in(x, ranges);
     // Simplify the children first.
     let kind = match &e.kind {
         ExprKind::Read { buf, idx } => ExprKind::Read {
@@ -225,6 +274,9 @@ pub fn expr(e: &Expr) -> Expr {
                     x.rem_euclid(d)
                 });
             }
+            if let Some(folded) = fold_by_ranges(a, d, *op == BinOp::Div, ranges) {
+                return Expr::raw(folded.kind.clone(), Ty::Int, e.span);
+            }
         }
     }
     let lin = linear(&e);
@@ -234,7 +286,12 @@ pub fn expr(e: &Expr) -> Expr {
 
 /// Simplify every expression of a statement.
 pub fn stmt(s: &Stmt) -> Stmt {
-    let b = |x: &[Stmt]| x.iter().map(stmt).collect::<Vec<_>>();
+    stmt_in(s, &Ranges::new())
+}
+
+fn stmt_in(s: &Stmt, ranges: &Ranges) -> Stmt {
+    let expr = |x: &Expr| expr_in(x, ranges);
+    let b = |x: &[Stmt]| block_in(x, ranges);
     let kind = match &s.kind {
         StmtKind::Pass | StmtKind::Free { .. } => return s.clone(),
         StmtKind::Assign { buf, idx, rhs } => StmtKind::Assign {
@@ -267,13 +324,24 @@ pub fn stmt(s: &Stmt) -> Stmt {
             hi,
             body,
             parallel,
-        } => StmtKind::For {
-            var: var.clone(),
-            lo: expr(lo),
-            hi: expr(hi),
-            body: b(body),
-            parallel: *parallel,
-        },
+        } => {
+            let (lo, hi) = (expr(lo), expr(hi));
+            let body = match (lo.as_int_const(), hi.as_int_const()) {
+                (Some(l), Some(h)) if l < h => {
+                    let mut inner = ranges.clone();
+                    inner.insert(var.clone(), (l, h - 1));
+                    block_in(body, &inner)
+                }
+                _ => b(body),
+            };
+            StmtKind::For {
+                var: var.clone(),
+                lo,
+                hi,
+                body,
+                parallel: *parallel,
+            }
+        }
         StmtKind::Alloc { buf, ty } => StmtKind::Alloc {
             buf: buf.clone(),
             ty: weft_ir::BufType {
@@ -295,5 +363,9 @@ pub fn stmt(s: &Stmt) -> Stmt {
 
 /// Simplify a block.
 pub fn block(b: &[Stmt]) -> Vec<Stmt> {
-    b.iter().map(stmt).collect()
+    block_in(b, &Ranges::new())
+}
+
+fn block_in(b: &[Stmt], ranges: &Ranges) -> Vec<Stmt> {
+    b.iter().map(|s| stmt_in(s, ranges)).collect()
 }

@@ -279,18 +279,12 @@ fn stage_mem_stages_a_tile_and_rejects_regions_outside_the_buffer_or_the_accesse
         "outside the staged region",
     );
     assert!(cex(&e, "ji") >= 4, "{e}");
-    // A region reaching past the buffer.
-    let past = vec![
-        tile[0].clone(),
-        (
-            eight_jo.clone(),
-            Expr::binary(weft_ir::BinOp::Add, eight_jo, Expr::int(9)),
-        ),
-    ];
+    // An empty region.
+    let empty = vec![tile[0].clone(), (eight_jo.clone(), eight_jo.clone())];
     let e = rejected(
-        s.stage_mem(&ii, 1, "C", &past, "Ct", stack()),
+        s.stage_mem(&ii, 1, "C", &empty, "Ct", stack()),
         "stage_mem",
-        "inside 0..N",
+        "non-empty",
     );
     assert!(!e.counterexample.is_empty());
 
@@ -302,6 +296,40 @@ fn stage_mem_stages_a_tile_and_rejects_regions_outside_the_buffer_or_the_accesse
         "{text}"
     );
     for (m, n, k) in [(9, 17, 3), (4, 8, 1), (1, 1, 2), (13, 23, 5)] {
+        same_results(&s, &[("M", m), ("N", n), ("K", k)]);
+    }
+}
+
+/// A region that may reach past the buffer (an edge tile) is staged with guarded copies: only
+/// the cells inside the buffer are copied in (the others get zeros) and out, in the form a masked
+/// load and store match (`if Ct_1 < N - 8 * jo`).
+#[test]
+fn stage_mem_guards_the_copies_of_a_region_that_may_leave_the_buffer() {
+    let mut s = sched(SGEMM);
+    s.split(&s.find("for i").unwrap(), 4, "io", "ii", Tail::Cut)
+        .unwrap();
+    s.reorder_loops(&s.find("for ii").unwrap()).unwrap();
+    s.split(&s.find("for j").unwrap(), 8, "jo", "ji", Tail::Guard)
+        .unwrap();
+    let (io, jo) = (var_of(&s, "for io"), var_of(&s, "for jo"));
+    let four_io = Expr::binary(weft_ir::BinOp::Mul, Expr::int(4), io);
+    let eight_jo = Expr::binary(weft_ir::BinOp::Mul, Expr::int(8), jo);
+    let edge = vec![
+        (
+            four_io.clone(),
+            Expr::binary(weft_ir::BinOp::Add, four_io, Expr::int(4)),
+        ),
+        (
+            eight_jo.clone(),
+            Expr::binary(weft_ir::BinOp::Add, eight_jo, Expr::int(8)),
+        ),
+    ];
+    let ji = s.find("for ji").unwrap();
+    s.stage_mem(&ji, 1, "C", &edge, "Ct", stack()).unwrap();
+    let text = weft_ir::print::proc_to_string(s.proc());
+    assert!(text.contains("if Ct_1 < N - 8 * jo {"), "{text}");
+    assert!(text.contains("Ct[Ct_0, Ct_1] = 0"), "{text}");
+    for (m, n, k) in [(9, 17, 3), (4, 8, 1), (1, 1, 2), (13, 23, 5), (8, 7, 2)] {
         same_results(&s, &[("M", m), ("N", n), ("K", k)]);
     }
 }

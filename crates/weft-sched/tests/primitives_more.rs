@@ -664,3 +664,134 @@ proc p(x: f32[8] @ DRAM) {
         "expected a call",
     );
 }
+
+// ----- fission of an `if`, and with a lift count -----
+
+#[test]
+fn fission_splits_ifs_and_goes_up_as_many_levels_as_asked() {
+    let src = "proc p(n: size, x: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM) {
+    for i in 0..n {
+        for j in 0..16 {
+            if j < n {
+                x[i, j] = 1.0;
+                y[i, j] = x[i, j] + 2.0;
+            }
+        }
+    }
+}";
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    fission(\"x = #0\", 3);\n}}\n"
+    ));
+    r.unwrap();
+    shows(
+        &s,
+        &[
+            "    for i in 0..n {\n        for j in 0..16 {\n            if j < n {\n                x[i, j] = 1.0;\n            }\n        }\n    }\n    for i in 0..n {\n        for j in 0..16 {\n            if j < n {\n                y[i, j] = x[i, j] + 2.0;",
+        ],
+    );
+    for n in [1, 3, 20] {
+        same_results(&s, &[("n", n)]);
+    }
+    // One level splits the `if` only.
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    fission(\"x = #0\");\n}}\n"
+    ));
+    r.unwrap();
+    shows(&s, &["            if j < n {\n                x[i, j] = 1.0;\n            }\n            if j < n {\n                y[i, j]"]);
+    same_results(&s, &[("n", 5)]);
+    // A lift count of 0 is refused.
+    let (_, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    fission(\"x = #0\", 0);\n}}\n"
+    ));
+    assert!(r.unwrap_err().to_string().contains("lift count"));
+}
+
+#[test]
+fn fission_of_an_if_is_rejected_when_the_first_part_writes_what_the_condition_reads() {
+    let src = "config Cfg { m: index }
+proc p(n: size, x: f32[n] @ DRAM) {
+    Cfg.m = 0;
+    if Cfg.m < 1 {
+        Cfg.m = 5;
+        x[0] = 1.0;
+    }
+}
+schedule q = p {
+    fission(\"Cfg.m = #1\");
+}
+";
+    let (_, r) = common::scheduled(src);
+    let e = r.unwrap_err();
+    assert_eq!(e.primitive, "fission");
+    assert!(e.message.contains("the condition"), "{e}");
+}
+
+// ----- lift_alloc out of an `if` -----
+
+#[test]
+fn lift_alloc_moves_an_allocation_out_of_a_branch() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    if n > 3 {
+        alloc t: f32[4] @ DRAM_STACK;
+        for i in 0..4 {
+            t[i] = x[i];
+        }
+        for i in 0..4 {
+            x[i] = t[3 - i];
+        }
+    }
+}";
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    lift_alloc(\"alloc t\");\n}}\n"
+    ));
+    r.unwrap();
+    shows(
+        &s,
+        &["    alloc t: f32[4] @ DRAM_STACK;\n    if n > 3 {\n        for i in 0..4"],
+    );
+    for n in [1, 4, 9] {
+        same_results(&s, &[("n", n)]);
+    }
+    // A size that is positive only where the branch is taken.
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    if n > 3 {
+        alloc t: f32[n - 3] @ DRAM;
+        for i in 0..n - 3 {
+            t[i] = x[i];
+        }
+        for i in 0..n - 3 {
+            x[i] = t[i] * 2.0;
+        }
+    }
+}";
+    let (_, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    lift_alloc(\"alloc t\");\n}}\n"
+    ));
+    let e = r.unwrap_err();
+    assert!(e.message.contains("where the branch is not taken"), "{e}");
+    assert!(cex(&e, "n") <= 3, "{e}");
+}
+
+// ----- simplify with loop ranges -----
+
+#[test]
+fn simplify_folds_quotients_and_remainders_that_loop_ranges_decide() {
+    let src = "proc p(x: f32[64] @ DRAM) {
+    alloc t: f32[64] @ DRAM_STACK;
+    for j in 0..64 {
+        t[j] = x[j];
+    }
+    for j in 0..64 {
+        x[j] = t[j] * 2.0;
+    }
+}";
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    divide_dim(\"alloc t\", 0, 16);\n    split(\"for j #0\", 16, v, l, perfect);\n    split(\"for j #0\", 32, w, m, perfect);\n    simplify();\n}}\n"
+    ));
+    r.unwrap();
+    // 16 * v + l with l in 0..16: the quotient is v, the remainder l.
+    shows(&s, &["t[v, l] = x[16 * v + l];"]);
+    // 32 * w + m with m in 0..32: the remainder m may reach 16, so nothing folds.
+    shows(&s, &["t[(32 * w + m) / 16, (32 * w + m) % 16]"]);
+    same_results(&s, &[]);
+}

@@ -216,3 +216,46 @@ proc axpy(n: size, a: f32[n, 16] @ DRAM, b: f32[n, 16] @ DRAM, c: f32[16] @ DRAM
     weft_check::check_proc(s.proc()).unwrap();
     same_for_n(&s, &[1, 4]);
 }
+
+/// An edge tile with AVX-512 masks, as the SGEMM schedule makes them: the guard a split leaves
+/// (`16 * jv + jl < n`) matches a masked instruction's `i < N` (with `N = n - 16 * jv`), the tile
+/// staged with guarded copies matches the zero-masking load (whose `else dst[i] = 0` the copy's
+/// zeros match, `0` in the body and `0.0` in the copy being the same value), and the results are
+/// the original's at every length.
+#[test]
+fn masked_instructions_match_guarded_edge_tiles() {
+    let src = "import \"avx512\";
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    for j in 0..n {
+        x[j] = fma(y[j], y[j], x[j]);
+    }
+}
+schedule q = p {
+    split(j, 16, jv, jl, guard);
+    cut(jv, n / 16);
+    eliminate_dead_code(\"if #0\");
+    stage_mem(\"for jl #1\", x[16 * jv:16 * jv + 16], xt);
+    stage_mem(\"for jl #1\", y[16 * jv:16 * jv + 16], yt);
+    replace(xt_0, mm512_maskz_loadu_ps);
+    replace(yt_0, mm512_maskz_loadu_ps);
+    replace(\"for jl #1\", mm512_mask_fmadd_ps);
+    replace(xt_0, mm512_mask_storeu_ps);
+    set_memory(\"alloc xt\", AVX512);
+    set_memory(\"alloc yt\", AVX512);
+}
+";
+    let (s, r) = common::scheduled_with(src, false);
+    r.unwrap();
+    weft_check::check_procs(std::slice::from_ref(s.proc())).unwrap();
+    let t = common::text(&s);
+    for call in [
+        "mm512_maskz_loadu_ps(n - 16 * jv, xt, x[16 * jv:n]);",
+        "mm512_mask_fmadd_ps(n - 16 * jv, xt, yt, yt);",
+        "mm512_mask_storeu_ps(n - 16 * jv, x[16 * jv:n], xt);",
+    ] {
+        assert!(t.contains(call), "{t}");
+    }
+    for n in [1, 15, 16, 17, 40] {
+        common::same_results(&s, &[("n", n)]);
+    }
+}

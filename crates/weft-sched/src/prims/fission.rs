@@ -2,7 +2,18 @@
 //!
 //! ```text
 //! for x in lo..hi { s1; s2 }  ⇝  for x in lo..hi { s1 }; for x' in lo..hi { s2[x ↦ x'] }
+//! if c { s1; s2 } else { e }  ⇝  if c { s1 } else { e }; if c { s2 }
 //! ```
+//!
+//! The statement's parent is a loop or an `if` (the statement in its then-branch). With a lift
+//! count `n` (Exo's `n_lifts`), the split goes on `n - 1` more levels up: the first part that one
+//! level made is the statement the next level splits after, so `fission(s, 3)` on a statement
+//! under `for i { if g { for j { s; t } } }` gives `for i { if g { for j { s } } }` followed by
+//! `for i { if g { for j { t } } }`, each level proved on its own.
+//!
+//! An `if` split evaluates the condition a second time, after `s1` (or the else-branch) ran: it
+//! must read no config field they write (a control condition reads nothing else that code can
+//! change), so both evaluations agree and `s2` runs exactly when it ran before.
 //!
 //! Syntactic condition: `s2` uses nothing that `s1` declares (allocations and windows of `s1`
 //! would go out of scope; lift them first), and both parts are non-empty.
@@ -23,9 +34,14 @@ use weft_ir::{ExprKind, Sym};
 
 const PRIM: &str = "fission";
 
-/// Split the loop that directly contains the statement at `at` after that statement.
+/// Split the loop or `if` that directly contains the statement at `at` after that statement.
 pub fn fission(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite, SchedError> {
     let s = stmt_at(PRIM, p, at)?;
+    if let Some(parent) = at.parent() {
+        if let Some(weft_ir::StmtKind::If { .. }) = path::get(p, &parent).map(|x| &x.kind) {
+            return split_if(a, p, at, &parent);
+        }
+    }
     let loop_path = at
         .parent()
         .filter(|_| at.last().block == 0)
@@ -83,6 +99,91 @@ pub fn fission(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite
     });
     Ok(Rewrite {
         proc: path::replace_stmt(p, &loop_path, vec![loop1, loop2]),
+        forward,
+    })
+}
+
+/// `if c { first; second } else { e }` ⇝ `if c { first } else { e }; if c { second }`, for the
+/// statement at `at` in the then-branch of the `if` at `if_path`.
+fn split_if(
+    a: &mut Analysis,
+    p: &weft_ir::Proc,
+    at: &Path,
+    if_path: &Path,
+) -> Result<Rewrite, SchedError> {
+    let s = stmt_at(PRIM, p, at)?;
+    let stmt = stmt_at(PRIM, p, if_path)?;
+    let weft_ir::StmtKind::If {
+        cond,
+        then_body,
+        else_body,
+    } = &stmt.kind
+    else {
+        unreachable!("split_if is called on an `if`")
+    };
+    if at.last().block != 0 {
+        return Err(SchedError::new(
+            PRIM,
+            "the statement is in the else-branch; only a then-branch is split",
+        )
+        .at(s.span, describe(s)));
+    }
+    let k = at.last().index;
+    let (first, second) = then_body.split_at(k + 1);
+    if second.is_empty() {
+        return Err(
+            SchedError::new(PRIM, "nothing follows the statement in the branch")
+                .at(s.span, describe(s)),
+        );
+    }
+    for d in first.iter().filter_map(super::reorder_stmts::declared) {
+        if block_mentions(second, d) {
+            return Err(SchedError::new(
+                PRIM,
+                format!("'{}' is declared before the cut and used after it; lift it out of the `if` first", d.name()),
+            )
+            .at(s.span, describe(s)));
+        }
+    }
+    // The condition is evaluated again after the first part or the else-branch.
+    let scope = a.scope_at(p, if_path);
+    let before: Vec<weft_ir::Stmt> = first.iter().chain(else_body.iter()).cloned().collect();
+    let eff = a.effects(&scope, &before);
+    super::require_unwritten_configs(
+        PRIM,
+        &[cond],
+        &eff,
+        "the condition",
+        "the first part or the else-branch",
+        stmt,
+    )?;
+    let if1 = weft_ir::Stmt::new(
+        weft_ir::StmtKind::If {
+            cond: cond.clone(),
+            then_body: first.to_vec(),
+            else_body: else_body.clone(),
+        },
+        stmt.span,
+    );
+    let if2 = weft_ir::Stmt::new(
+        weft_ir::StmtKind::If {
+            cond: cond.clone(),
+            then_body: second.to_vec(),
+            else_body: vec![],
+        },
+        stmt.span,
+    );
+    let cut = k + 1;
+    let forward = Forward::replaced(if_path, 2, move |rel| {
+        let mut out = rel.to_vec();
+        if rel.len() > 1 && rel[1].block == 0 && rel[1].index >= cut {
+            out[0] = Step { block: 0, index: 1 };
+            out[1].index -= cut;
+        }
+        Some(out)
+    });
+    Ok(Rewrite {
+        proc: path::replace_stmt(p, if_path, vec![if1, if2]),
         forward,
     })
 }

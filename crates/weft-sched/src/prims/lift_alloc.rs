@@ -34,6 +34,18 @@
 //!   them, and would lose the accesses made through such a window).
 //!
 //! [`super::sink_alloc`] and [`super::reuse_buffer`] reason the same way, with the checks below.
+//!
+//! Out of an `if` (the allocation in either branch):
+//!
+//! ```text
+//! if c { s0; alloc t: T[n...]; s1; free t; s2 } else { e }
+//!   ⇝  alloc t': T[n...];  if c { s0; s1[t ↦ t']; s2 } else { e };  free t'
+//! ```
+//!
+//! The branch runs at most once, so no read can see an earlier run's value: the buffer starts
+//! uninitialised in both. The shape is now evaluated before the `if`, when the branch is not taken
+//! too, and before `s0`: every extent must be positive in the `if`'s context, and the shape must
+//! read no config field that `s0` writes.
 
 use super::set_memory::{aliases, alloc_at, AllocSite};
 use super::{describe, for_stmt, keep_parallel, loop_at, require, term_at, Loop, Rewrite};
@@ -58,12 +70,15 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
     let not_in_loop = || {
         SchedError::new(
             PRIM,
-            format!("the allocation of '{t}' is not directly in a loop body"),
+            format!("the allocation of '{t}' is not directly in a loop body or a branch"),
         )
         .at(site.stmt.span, what.clone())
     };
-    let loop_path = at
-        .parent()
+    let parent = at.parent().ok_or_else(not_in_loop)?;
+    if let Some(StmtKind::If { .. }) = path::get(p, &parent).map(|x| &x.kind) {
+        return lift_from_if(a, p, at, &parent, &site);
+    }
+    let loop_path = Some(parent)
         .filter(|_| at.last().block == 0)
         .ok_or_else(not_in_loop)?;
     let l = loop_at(PRIM, p, &loop_path).map_err(|_| not_in_loop())?;
@@ -84,18 +99,7 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
     }
     check_shape_configs(a, PRIM, p, &loop_path, &l, &site)?;
     let outer = a.scope_at(p, &loop_path);
-    for e in &site.ty.shape {
-        let n = term_at(a, PRIM, &outer, e)?;
-        require(
-            a,
-            PRIM,
-            &outer.facts,
-            &Term::lt(Term::Int(0), n),
-            || format!("the size {e} of '{t}' may not be positive when the loop runs zero times"),
-            site.stmt.span,
-            what.clone(),
-        )?;
-    }
+    require_positive_shape(a, &outer, &site, "when the loop runs zero times")?;
 
     // A window whose coordinates the analysis cannot translate would hide its accesses.
     refuse_stride_windows(PRIM, &l.body[k + 1..], &t)?;
@@ -143,10 +147,132 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
     if let Some(f) = free {
         new.push(Stmt::new(StmtKind::Free { buf: t2 }, l.body[f].span));
     }
-    let count = new.len();
-    let forward = Forward::replaced(&loop_path, count, move |rel| {
+    Ok(Rewrite {
+        forward: lifted_forward(&loop_path, new.len(), 0, k, free),
+        proc: path::replace_stmt(p, &loop_path, new),
+    })
+}
+
+/// Lift the allocation at `at` out of the `if` at `if_path` (see the module comment).
+fn lift_from_if(
+    a: &mut Analysis,
+    p: &Proc,
+    at: &Path,
+    if_path: &Path,
+    site: &AllocSite,
+) -> Result<Rewrite, SchedError> {
+    let t = site.buf.clone();
+    let stmt = path::get(p, if_path).expect("the parent");
+    let StmtKind::If {
+        cond,
+        then_body,
+        else_body,
+    } = &stmt.kind
+    else {
+        unreachable!("lift_from_if is called on an `if`")
+    };
+    let branch = at.last().block;
+    let body = if branch == 0 { then_body } else { else_body };
+    let k = at.last().index;
+    let outer = a.scope_at(p, if_path);
+    require_positive_shape(a, &outer, site, "where the branch is not taken")?;
+    let shape: Vec<&weft_ir::Expr> = site.ty.shape.iter().collect();
+    if !super::config_reads(&shape).is_empty() {
+        let inner = a.scope_at(p, &if_path.child(branch, 0));
+        let eff = a.effects(&inner, &body[..k]);
+        super::require_unwritten_configs(
+            PRIM,
+            &shape,
+            &eff,
+            "the allocation's size",
+            "the statements before it in the branch",
+            site.stmt,
+        )?;
+    }
+    let free = body
+        .iter()
+        .position(|s| matches!(&s.kind, StmtKind::Free { buf } if *buf == t));
+    let t2 = t.fresh_copy();
+    let sub = Subst::new().buf(&t, &t2);
+    let new_body: Vec<Stmt> = body
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != k && Some(*j) != free)
+        .map(|(_, s)| sub.stmt(s))
+        .collect();
+    let (then_new, else_new) = if branch == 0 {
+        (new_body, else_body.clone())
+    } else {
+        (then_body.clone(), new_body)
+    };
+    let mut new = vec![
+        Stmt::new(
+            StmtKind::Alloc {
+                buf: t2.clone(),
+                ty: site.ty.clone(),
+            },
+            site.stmt.span,
+        ),
+        Stmt::new(
+            StmtKind::If {
+                cond: cond.clone(),
+                then_body: then_new,
+                else_body: else_new,
+            },
+            stmt.span,
+        ),
+    ];
+    if let Some(f) = free {
+        new.push(Stmt::new(StmtKind::Free { buf: t2 }, body[f].span));
+    }
+    Ok(Rewrite {
+        forward: lifted_forward(if_path, new.len(), branch, k, free),
+        proc: path::replace_stmt(p, if_path, new),
+    })
+}
+
+/// Every extent of the lifted allocation is positive in the scope `outer` it moves to (`when`
+/// says which runs the original did not allocate in, for the message).
+fn require_positive_shape(
+    a: &mut Analysis,
+    outer: &Scope,
+    site: &AllocSite,
+    when: &str,
+) -> Result<(), SchedError> {
+    for e in &site.ty.shape {
+        let n = term_at(a, PRIM, outer, e)?;
+        require(
+            a,
+            PRIM,
+            &outer.facts,
+            &Term::lt(Term::Int(0), n),
+            || format!("the size {e} of '{}' may not be positive {when}", site.buf),
+            site.stmt.span,
+            describe(site.stmt),
+        )?;
+    }
+    Ok(())
+}
+
+/// Paths after lifting the allocation at index `k` (and its `free` at `free`) of block `block`
+/// of the statement at `parent`, which became `alloc; parent'; free`: the allocation moves to
+/// the first new statement, the `free` to the third, and the other statements of the block one
+/// or two places up inside `parent'` (the second); the parent's other block stays as it was.
+fn lifted_forward(
+    parent: &Path,
+    count: usize,
+    block: usize,
+    k: usize,
+    free: Option<usize>,
+) -> Forward {
+    Forward::replaced(parent, count, move |rel| {
         if rel.len() == 1 {
             return Some(vec![Step { block: 0, index: 1 }]);
+        }
+        if rel[1].block != block {
+            let mut out = vec![Step { block: 0, index: 1 }];
+            out.extend_from_slice(&rel[1..]);
+            return Some(out);
         }
         let m = rel[1].index;
         if m == k {
@@ -159,16 +285,12 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
         let mut out = vec![
             Step { block: 0, index: 1 },
             Step {
-                block: 0,
+                block,
                 index: m - shift,
             },
         ];
         out.extend_from_slice(&rel[2..]);
         Some(out)
-    });
-    Ok(Rewrite {
-        proc: path::replace_stmt(p, &loop_path, new),
-        forward,
     })
 }
 

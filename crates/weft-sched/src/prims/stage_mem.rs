@@ -12,7 +12,13 @@
 //! Conditions, each proved in the block's context (counterexample otherwise):
 //! - every access of `A` in `s` lies in the region `l_k <= e_k < h_k` (so `T` is indexed in
 //!   bounds and the copies carry every value `s` uses or produces);
-//! - the region lies inside `A` (`0 <= l_k`, `h_k <= extent_k`), so the copies are in bounds;
+//! - where the region may leave `A` (`l_k < 0` or `h_k > extent_k` is possible), the copies are
+//!   guarded: a cell is copied in and out only where it lies inside `A` (`a_k < extent_k - l_k`,
+//!   `a_k >= -l_k`, in that form so that a masked instruction's `if i < N` matches it), and every
+//!   access of `A` in `s` is proved to lie inside `A` as well as in the region; the tile's cells
+//!   outside `A` get zeros on the way in (`else T[..] = 0`: a zero-masking load) and are never
+//!   read by `s` or written back (Exo's staging of edge tiles that masked loads and stores then
+//!   move). Giving cells that nothing reads a value changes no result;
 //! - the region is not empty (`l_k < h_k`), so `T` has a positive size;
 //! - `T` fits its memory's capacity (`max_bytes`, as the checker requires);
 //! - `s` uses `A` only by reads, writes and reductions, not in windows or call arguments, and
@@ -144,29 +150,25 @@ pub fn stage_mem(
         }
     }
 
-    // The region: non-empty and inside the buffer.
-    let mut lo_t = Vec::new();
+    // The region: non-empty; the sides that may leave the buffer are guarded.
+    let mut guard_low = vec![false; region.len()];
+    let mut guard_high = vec![false; region.len()];
     for (k, (lo, hi)) in region.iter().enumerate() {
         let (l, h) = (term_at(a, PRIM, &scope, lo)?, term_at(a, PRIM, &scope, hi)?);
         let ext = term_at(a, PRIM, &scope, &bt.shape[k])?;
-        let goal = Term::And(vec![
-            Term::le(Term::Int(0), l.clone()),
-            Term::lt(l.clone(), h.clone()),
-            Term::le(h, ext),
-        ]);
         require(
             a,
             PRIM,
             &scope.facts,
-            &goal,
-            || {
-                format!("the region {lo}..{hi} of dimension {k} of '{buf}' must be non-empty and inside 0..{}", bt.shape[k])
-            },
+            &Term::lt(l.clone(), h.clone()),
+            || format!("the region {lo}..{hi} of dimension {k} of '{buf}' must be non-empty"),
             first.span,
             what.clone(),
         )?;
-        lo_t.push(l);
+        guard_low[k] = a.prove(&scope.facts, &Term::le(Term::Int(0), l)).is_err();
+        guard_high[k] = a.prove(&scope.facts, &Term::le(h, ext)).is_err();
     }
+    let guarded = guard_low.iter().chain(&guard_high).any(|&g| g);
 
     // Every access of the block lies in the region.
     for (path_in, s) in accesses_of(p, at, len.max(1), &sym) {
@@ -179,13 +181,24 @@ pub fn stage_mem(
             let (lo, hi) = &region[k];
             let (l, h) = (term_at(a, PRIM, &inner, lo)?, term_at(a, PRIM, &inner, hi)?);
             let stmt = path::get(p, &path_in).expect("an access path");
+            let mut goal = vec![Term::le(l, t.clone()), Term::lt(t.clone(), h)];
+            if guarded {
+                // The cells the guarded copies leave out must not be used.
+                let ext = term_at(a, PRIM, &inner, &bt.shape[k])?;
+                goal.push(Term::le(Term::Int(0), t.clone()));
+                goal.push(Term::lt(t, ext));
+            }
             require(
                 a,
                 PRIM,
                 &inner.facts,
-                &Term::And(vec![Term::le(l, t.clone()), Term::lt(t, h)]),
+                &Term::And(goal),
                 || {
-                    format!("an access of '{buf}' at index {e} of dimension {k} may lie outside the staged region {lo}..{hi}")
+                    if guarded {
+                        format!("an access of '{buf}' at index {e} of dimension {k} may lie outside the staged region {lo}..{hi} or outside 0..{}", bt.shape[k])
+                    } else {
+                        format!("an access of '{buf}' at index {e} of dimension {k} may lie outside the staged region {lo}..{hi}")
+                    }
                 },
                 stmt.span,
                 describe(stmt),
@@ -252,6 +265,61 @@ pub fn stage_mem(
             },
             span,
         );
+        // Guards, where the region may leave the buffer: `a_k >= -l_k` and `a_k < extent_k - l_k`.
+        let mut conds = Vec::new();
+        for (k, (v, (lo, _))) in vars.iter().zip(region).enumerate() {
+            if guard_low[k] {
+                conds.push(Expr::binary(
+                    BinOp::Ge,
+                    ivar(v),
+                    Expr::unary(weft_ir::UnOp::Neg, lo.clone()),
+                ));
+            }
+            if guard_high[k] {
+                conds.push(Expr::binary(
+                    BinOp::Lt,
+                    ivar(v),
+                    Expr::binary(BinOp::Sub, bt.shape[k].clone(), lo.clone()),
+                ));
+            }
+        }
+        if let Some(cond) = conds
+            .into_iter()
+            .reduce(|x, y| Expr::binary(BinOp::And, x, y))
+        {
+            // The tile's cells outside the buffer get zeros on the way in, so the tile is
+            // initialised whole (instructions take whole vectors) and the copy matches a
+            // zero-masking load; nothing reads those cells (the accesses lie inside the buffer).
+            let else_body = if into_tile {
+                vec![Stmt::new(
+                    StmtKind::Assign {
+                        buf: tsym.clone(),
+                        idx: vars.iter().map(ivar).collect(),
+                        rhs: Expr::typed_const(
+                            match bt.elem {
+                                weft_ir::DType::F32 | weft_ir::DType::F64 => {
+                                    weft_ir::Const::Float(0.0)
+                                }
+                                weft_ir::DType::Bool => weft_ir::Const::Bool(false),
+                                _ => weft_ir::Const::Int(0),
+                            },
+                            weft_ir::Ty::Data(bt.elem),
+                        ),
+                    },
+                    span,
+                )]
+            } else {
+                vec![]
+            };
+            s = Stmt::new(
+                StmtKind::If {
+                    cond,
+                    then_body: vec![s],
+                    else_body,
+                },
+                span,
+            );
+        }
         for (v, ext) in vars.iter().zip(&extents).rev() {
             s = for_stmt(v.clone(), Expr::int(0), ext.clone(), vec![s], span);
         }

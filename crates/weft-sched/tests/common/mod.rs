@@ -324,13 +324,29 @@ pub fn f32_lit(v: f64) -> Expr {
 /// The schedule of the last `schedule` declaration of `src`, its steps applied in order (every
 /// result rechecked) until one is rejected: the schedule so far, and that rejection.
 pub fn scheduled(src: &str) -> (Schedule, Result<(), SchedError>) {
+    scheduled_with(src, true)
+}
+
+/// [`scheduled`], rechecking every step when `recheck`; without, only the last proc must check
+/// (as `weft::load` does), for schedules whose steps pass through procs that do not check, such
+/// as instruction selection before the registers' `set_memory`.
+pub fn scheduled_with(src: &str, recheck: bool) -> (Schedule, Result<(), SchedError>) {
     let m = module_of(src);
+    // What the module sees, imported libraries included.
+    let (_, scope) = weft_syntax::parse_module_in(
+        &mut weft_syntax::SourceMap::new(),
+        "t.weft",
+        src,
+        &weft_syntax::Scope::prelude(),
+    )
+    .expect("parses");
     let decl = m.schedules.last().expect("a schedule declaration");
     let mut s = Schedule::new(m.proc(&decl.base).expect("the base proc").clone());
-    s.recheck = true;
-    let procs = |n: &str| m.proc(n).cloned();
+    s.recheck = recheck;
+    let procs = |n: &str| m.proc(n).or_else(|| scope.procs.get(n)).cloned();
+    let memories = |n: &str| scope.memory(n).cloned();
     for step in &decl.steps {
-        let r = weft_sched::script::apply_step_in(&mut s, step, &weft_syntax::std_memory, &procs);
+        let r = weft_sched::script::apply_step_in(&mut s, step, &memories, &procs);
         if let Err(e) = r {
             return (s, Err(e));
         }

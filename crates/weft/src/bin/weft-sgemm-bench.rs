@@ -15,7 +15,7 @@
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-sgemm-bench`
 //! Options: `--threads N` (default 1), `--shapes MxNxK,...`, `--proc NAME` (the weft kernel,
-//! default `sgemm_sched`, or `sgemm_par` with two threads), `--file PATH` (default
+//! default `sgemm_avx512`, or `sgemm_avx512_par` with two threads), `--file PATH` (default
 //! `examples/sgemm.weft`), `--seconds S` (time per shape and library, default 0.3).
 
 use libloading::Library;
@@ -342,9 +342,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = opt("--file").map_or_else(|| root.join("examples/sgemm.weft"), PathBuf::from);
     let name = opt("--proc").unwrap_or_else(|| {
         if threads > 1 {
-            "sgemm_par".into()
+            "sgemm_avx512_par".into()
         } else {
-            "sgemm_sched".into()
+            "sgemm_avx512".into()
         }
     });
     let shapes: Vec<(usize, usize, usize)> = match opt("--shapes") {
@@ -361,6 +361,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Result<_, _>>()?,
     };
 
+    // Before any library starts its threads: OpenBLAS makes its pool when it is loaded, and an
+    // idle pool spins on the other core.
+    for var in [
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+    ] {
+        std::env::set_var(var, threads.to_string());
+    }
+    if threads > 1 {
+        // Three thread pools share the cores: each must sleep between its calls rather than spin
+        // (libgomp's, which weft and MKL use, and OpenBLAS's own), or the library being timed
+        // waits for cores that idle pools hold.
+        std::env::set_var("OMP_WAIT_POLICY", "PASSIVE");
+        std::env::set_var("OPENBLAS_THREAD_TIMEOUT", "4");
+    }
     let venv = root.join(std::env::var("WEFT_PEERS_VENV").unwrap_or_else(|_| ".venv-peers".into()));
     let peers = load_peers(&venv, threads)?;
     let t = Instant::now();

@@ -5,7 +5,7 @@
 
 use super::super::describe;
 use std::collections::{HashMap, HashSet};
-use weft_ir::{BinOp, Const, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp};
+use weft_ir::{BinOp, Const, DType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp};
 /// An atom of a linear form: a symbol (a known, or a bound variable of the block), an unknown, or
 /// a non-affine known sub-expression (keyed by its text).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +71,15 @@ pub(super) struct Unifier<'a> {
     pub(super) eqs: Vec<(Lin, Span)>,
     /// Expressions of the atoms of kind `Sym` and `Other`, to rebuild solutions.
     pub(super) atom_exprs: HashMap<Atom, Expr>,
+}
+
+/// The bits of a numeric literal as an f64, for comparing `0` with `0.0` in a float context.
+fn float_bits(c: &Const) -> Option<u64> {
+    match c {
+        Const::Int(v) => Some((*v as f64).to_bits()),
+        Const::Float(f) => Some(f.to_bits()),
+        Const::Bool(_) => None,
+    }
 }
 
 /// A unification failure: what differs, and where in the block.
@@ -359,12 +368,27 @@ impl Unifier<'_> {
         let differ = || Mismatch(format!("'{b}' does not match '{c}'"), b.span);
         match (&c.kind, &b.kind) {
             (ExprKind::Const(x), ExprKind::Const(y)) if x == y => Ok(()),
+            // A float literal written as an integer (`0` in an f32 body) is the same value.
+            (ExprKind::Const(x), ExprKind::Const(y))
+                if matches!(c.ty, Ty::Data(DType::F32 | DType::F64))
+                    && float_bits(x).is_some()
+                    && float_bits(x) == float_bits(y) =>
+            {
+                Ok(())
+            }
             (ExprKind::Read { buf: x, idx }, ExprKind::Read { buf, idx: bidx }) => {
                 self.access(x, idx, buf, bidx, b.span)
             }
             (ExprKind::Unary(o1, x), ExprKind::Unary(o2, y)) if o1 == o2 => self.data(x, y),
             (ExprKind::Binary(o1, x1, y1), ExprKind::Binary(o2, x2, y2)) if o1 == o2 => {
-                if x1.ty.is_control() && matches!(o1, BinOp::Lt | BinOp::Le | BinOp::Eq) {
+                if x1.ty.is_control() && matches!(o1, BinOp::Lt | BinOp::Le) {
+                    // `x1 < y1` and `x2 < y2` agree wherever `y1 - x1 = y2 - x2`: a guard
+                    // `16 * v + l < n` matches an instruction's `i < N` with `N = n - 16 * v`.
+                    let c = Expr::binary(BinOp::Sub, y1.clone(), x1.clone());
+                    let b = Expr::binary(BinOp::Sub, y2.clone(), x2.clone());
+                    return self.equate_ctrl(&c, &b);
+                }
+                if x1.ty.is_control() && *o1 == BinOp::Eq {
                     self.equate_ctrl(x1, x2)?;
                     return self.equate_ctrl(y1, y2);
                 }

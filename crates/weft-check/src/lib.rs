@@ -33,4 +33,6 @@ pub mod intervals;
 pub mod smt;
 pub mod terms;
 
-pub use check::{check_control, check_module, check_proc, check_procs, CheckStats, Checker};
+pub use check::{
+    check_control, check_module, check_proc, check_proc_but_init, check_procs, CheckStats, Checker,
+};

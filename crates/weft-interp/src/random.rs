@@ -126,7 +126,8 @@ pub fn random_args(
 ///
 /// Floats, in eighths: one is an edge value ([`F64_EDGES`]: ±0, ±infinity, NaNs of both signs
 /// and a signalling one, the largest and smallest normal and subnormal magnitudes, ±2^31 and its
-/// neighbours in f32, ties of rounding, 2^24 ± 1), one is a small dyadic value as
+/// neighbours in f32, ties of rounding, 2^24 - 1 and 2^24 + 1, which f32 rounds to 2^24), one
+/// is a small dyadic value as
 /// [`random_scalar`] draws it, four have a random sign, an exponent in `[-3, 1]` and every
 /// mantissa bit random (so sums round, and their order shows), and two have random bits (any
 /// sign, exponent and mantissa). Integers: a quarter are edge values (the bounds of every integer

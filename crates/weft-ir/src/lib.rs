@@ -31,7 +31,7 @@ pub use diag::{Diagnostic, Label, Span};
 pub use expr::{BinOp, Const, Expr, ExprKind, MathFn, UnOp, WinCoord};
 pub use proc::{
     Arg, ArgKind, BufType, Config, ConfigField, Instr, Memory, Module, Origin, PipelineItem, Proc,
-    SchedArg, SchedStep, SchedValue, ScheduleDecl,
+    SchedArg, SchedStep, SchedValue, ScheduleDecl, StepsItem,
 };
 pub use stmt::{Block, Stmt, StmtKind};
 pub use sym::Sym;

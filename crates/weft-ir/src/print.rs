@@ -829,6 +829,7 @@ pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
         Proc(&'a Proc),
         Schedule(&'a crate::ScheduleDecl),
         Pipeline(&'a crate::PipelineItem),
+        Steps(&'a crate::StepsItem),
     }
     let mut items: Vec<(crate::Span, Item)> = Vec::new();
     // Imports have a source position when the layout found one for each.
@@ -847,6 +848,7 @@ pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
     items.extend(m.procs.iter().map(|x| (x.span, Item::Proc(x))));
     items.extend(m.schedules.iter().map(|x| (x.span, Item::Schedule(x))));
     items.extend(m.pipelines.iter().map(|x| (x.span, Item::Pipeline(x))));
+    items.extend(m.steps_items.iter().map(|x| (x.span, Item::Steps(x))));
     // Stable: items without a source position keep the order of their kinds.
     items.sort_by_key(|(span, _)| if span.is_dummy() { 0 } else { span.lo });
     let mut parts: Vec<String> = Vec::new();
@@ -874,14 +876,19 @@ pub fn module_with_comments(m: &Module, comments: &mut SourceLayout) -> String {
             Item::Proc(p) => print_proc(p, Some(&mut *comments)),
             Item::Memory(x) => with_inner_comments(memory_to_string(x), span, comments),
             Item::Config(x) => with_inner_comments(config_to_string(x), span, comments),
-            Item::Schedule(d) => schedule_with_comments(d, comments),
-            // The pipeline layer's text, as written (its comments with it).
-            Item::Pipeline(x) => {
+            // A schedule with loops or `steps` calls, and a `steps` item, as written (their
+            // comments with them), as the pipeline layer's text.
+            Item::Schedule(crate::ScheduleDecl {
+                text: Some(text), ..
+            })
+            | Item::Steps(crate::StepsItem { text, .. })
+            | Item::Pipeline(crate::PipelineItem { text, .. }) => {
                 if !span.is_dummy() {
                     comments.take_before(span.hi);
                 }
-                format!("{}\n", x.text.trim_end())
+                format!("{}\n", text.trim_end())
             }
+            Item::Schedule(d) => schedule_with_comments(d, comments),
         };
         parts.push(before + &text);
         after_import = false;
@@ -938,7 +945,10 @@ fn with_inner_comments(text: String, span: crate::Span, comments: &mut SourceLay
 }
 
 pub fn schedule_to_string(d: &crate::ScheduleDecl) -> String {
-    schedule_with_comments(d, &mut SourceLayout::default())
+    match &d.text {
+        Some(text) => format!("{}\n", text.trim_end()),
+        None => schedule_with_comments(d, &mut SourceLayout::default()),
+    }
 }
 
 fn schedule_with_comments(d: &crate::ScheduleDecl, comments: &mut SourceLayout) -> String {

@@ -257,6 +257,20 @@ pub struct Module {
     /// `pipeline` items and the schedules of pipelines, in source order, as text: the pipeline
     /// layer (`weft-pipe`) parses them; nothing below it learns about funcs.
     pub pipelines: Vec<PipelineItem>,
+    /// `steps` items (named, parameterised lists of schedule steps), as text: the parser expands
+    /// their calls in the schedules of the same file, so nothing after it needs them.
+    pub steps_items: Vec<StepsItem>,
+}
+
+/// `steps NAME(p, ...) { ... }`: a list of schedule steps (and loops and calls of other `steps`
+/// items) with parameters, called from schedules as `NAME(arg, ...);`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepsItem {
+    pub name: String,
+    pub params: Vec<String>,
+    /// The item's whole text, from its keyword to its closing brace.
+    pub text: String,
+    pub span: Span,
 }
 
 /// The text of a `pipeline NAME ... { ... }` item or of a `schedule NAME = PIPELINE { ... }`.
@@ -278,7 +292,11 @@ pub struct ScheduleDecl {
     pub name: String,
     /// The proc (or earlier schedule) being scheduled.
     pub base: String,
+    /// The steps in the order they apply: the loops and `steps` calls of the text expanded.
     pub steps: Vec<SchedStep>,
+    /// The schedule's text as written, when it has loops or calls of `steps` items (printed
+    /// as it is; a flat list of steps is printed from `steps`).
+    pub text: Option<String>,
     pub span: Span,
 }
 

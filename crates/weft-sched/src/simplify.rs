@@ -12,8 +12,9 @@
 //! Inside loops with constant bounds, a quotient or remainder by a positive constant `d` folds
 //! when the loop variables' ranges decide it: writing the dividend as `d·Q + R`, where `R` holds
 //! each term's coefficient modulo `d` (and the constant's remainder), and `R` only loop variables
-//! of known ranges, a proof that `0 <= R < d` on those ranges gives `e / d = Q` and `e % d = R`
-//! (Euclidean division's quotient and remainder are unique). So `(16 * v + l) / 16` is `v` and
+//! of known ranges, a proof that `q·d <= R < q·d + d` on those ranges for some integer `q`
+//! gives `e / d = Q + q` and `e % d = R - q·d` (Euclidean division's quotient and remainder are
+//! unique). So `(16 * v + l) / 16` is `v` and
 //! `(16 * v + l) % 16` is `l` in `for l in 0..16`, the accesses a split leaves in a divided
 //! buffer.
 
@@ -216,10 +217,16 @@ fn fold_by_ranges(e: &Expr, d: i64, div: bool, ranges: &Ranges) -> Option<Expr> 
             remainder = remainder.add(Lin::atom(atom.clone()).scale(r)?, 1)?;
         }
     }
-    if lo < 0 || hi >= d {
+    // `R` in `[q·d, q·d + d)` for some `q`: then `e = d·(Q + q) + (R - q·d)`.
+    let q = lo.div_euclid(d);
+    if hi.div_euclid(d) != q {
         return None;
     }
-    let out = if div { quotient } else { remainder };
+    let out = if div {
+        quotient.add(Lin::constant(q), 1)?
+    } else {
+        remainder.add(Lin::constant(q.checked_mul(d)?), -1)?
+    };
     Some(out.to_expr())
 }
 

@@ -752,22 +752,47 @@ fn lift_alloc_moves_an_allocation_out_of_a_branch() {
     for n in [1, 4, 9] {
         same_results(&s, &[("n", n)]);
     }
-    // A size that is positive only where the branch is taken.
-    let src = "proc p(n: size, x: f32[n] @ DRAM) {
-    if n > 3 {
-        alloc t: f32[n - 3] @ DRAM;
-        for i in 0..n - 3 {
+    // The rejection of lifting `t` out of the branch of `src`.
+    let lifted = |src: &str| {
+        let (_, r) = common::scheduled(&format!(
+            "{src}\nschedule q = p {{\n    lift_alloc(\"alloc t\");\n}}\n"
+        ));
+        r.unwrap_err()
+    };
+    // `n - 3` cells in memory `mem`, allocated where `n > 3`.
+    let partial = |mem: &str| {
+        format!(
+            "proc p(n: size, x: f32[n] @ DRAM) {{
+    assert n < 1000;
+    if n > 3 {{
+        alloc t: f32[n - 3] @ {mem};
+        for i in 0..n - 3 {{
             t[i] = x[i];
-        }
-        for i in 0..n - 3 {
+        }}
+        for i in 0..n - 3 {{
             x[i] = t[i] * 2.0;
-        }
+        }}
+    }}
+}}"
+        )
+    };
+    // A heap allocation: lifted, it could fail where the branch is not taken.
+    let e = lifted(&partial("DRAM"));
+    assert!(e.message.contains("no capacity"), "{e}");
+    // A size that reads a config field, which may be unwritten where the branch is not taken.
+    let e = lifted(
+        "config Cfg { n: size }
+proc p(m: size, x: f32[4] @ DRAM) {
+    if m > 3 {
+        alloc t: f32[min(max(Cfg.n, 4), 64)] @ DRAM_STACK;
+        t[0] = x[0];
+        x[1] = t[0];
     }
-}";
-    let (_, r) = common::scheduled(&format!(
-        "{src}\nschedule q = p {{\n    lift_alloc(\"alloc t\");\n}}\n"
-    ));
-    let e = r.unwrap_err();
+}",
+    );
+    assert!(e.message.contains("reads a config field"), "{e}");
+    // A size that is positive only where the branch is taken.
+    let e = lifted(&partial("DRAM_STACK"));
     assert!(e.message.contains("where the branch is not taken"), "{e}");
     assert!(cex(&e, "n") <= 3, "{e}");
 }
@@ -794,4 +819,46 @@ fn simplify_folds_quotients_and_remainders_that_loop_ranges_decide() {
     // 32 * w + m with m in 0..32: the remainder m may reach 16, so nothing folds.
     shows(&s, &["t[(32 * w + m) / 16, (32 * w + m) % 16]"]);
     same_results(&s, &[]);
+    // A remainder in [16, 32) folds with its quotient one more: (16 * v + l + 16) / 16 = v + 1.
+    let src = "proc p(x: f32[80] @ DRAM) {
+    for j in 0..64 {
+        x[(j + 16) / 16 + 64] = x[(j + 16) % 16];
+    }
+}";
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    split(j, 16, v, l, perfect);\n    simplify();\n}}\n"
+    ));
+    r.unwrap();
+    shows(&s, &["x[v + 65] = x[l];"]);
+    same_results(&s, &[]);
+}
+
+/// Staging evaluates the buffer's extents where it stages (for the region's proof and the guards):
+/// an extent that reads a config field, which may have changed since the allocation, is refused.
+#[test]
+fn stage_mem_refuses_guards_on_extents_that_read_config_fields() {
+    let src = "config Cfg { n: size }
+proc p(x: f32[8] @ DRAM) {
+    Cfg.n = 1;
+    alloc t: f32[max(Cfg.n, 4)] @ DRAM;
+    for i in 0..4 {
+        t[i] = x[i];
+    }
+    Cfg.n = 8;
+    for i in 0..4 {
+        x[i] = t[i] * 2.0;
+    }
+}
+schedule q = p {
+    stage_mem(\"for i #1\", t[0:6], tt);
+}
+";
+    let (_, r) = common::scheduled(src);
+    let e = r.unwrap_err();
+    assert_eq!(e.primitive, "stage_mem");
+    assert!(e.message.contains("reads a config field"), "{e}");
+    // Inside the buffer as well: the extent here is 8, the buffer's 4.
+    let inside = src.replace("t[0:6]", "t[0:4]");
+    let (_, r) = common::scheduled(&inside);
+    assert!(r.unwrap_err().message.contains("reads a config field"));
 }

@@ -259,3 +259,32 @@ schedule q = p {
         common::same_results(&s, &[("n", n)]);
     }
 }
+
+/// Literals unify by the value they have in their type: an integer literal rounds once to f32, a
+/// float literal from its f64, so `1152921573326323713` (2^60 + 2^36 + 1) and
+/// `1152921573326323712.0` (2^60 + 2^36) are different f32 values and do not unify.
+#[test]
+fn float_literals_unify_by_their_value_in_the_context_type() {
+    let src = "proc setc(dst: [f32][4] @ DRAM) {
+    for i in 0..4 {
+        dst[i] = 1152921573326323712.0;
+    }
+}
+proc p(x: f32[4] @ DRAM) {
+    for i in 0..4 {
+        x[i] = 1152921573326323713;
+    }
+}
+schedule q = p {
+    replace(i, setc);
+}
+";
+    let (_, r) = common::scheduled(src);
+    let e = r.unwrap_err();
+    assert_eq!(e.primitive, "replace");
+    // The same value written both ways unifies.
+    let same = src.replace("1152921573326323713;", "1152921573326323712;");
+    let (s, r) = common::scheduled(&same);
+    r.unwrap();
+    common::same_results(&s, &[]);
+}

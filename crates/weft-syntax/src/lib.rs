@@ -301,6 +301,7 @@ pub fn prelude() -> &'static Module {
         procs: Vec::new(),
         schedules: Vec::new(),
         pipelines: Vec::new(),
+        steps_items: Vec::new(),
     };
     // The prelude is part of this crate and covered by tests; should it ever fail to parse, the
     // empty module makes every memory lookup fail with a clear `unknown memory` error.

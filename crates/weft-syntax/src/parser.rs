@@ -6,6 +6,7 @@
 //! names only; typing is the checker's job.
 
 mod schedule;
+mod steps;
 
 use crate::lexer::{lex, Tok, Token};
 use crate::Scope;
@@ -76,6 +77,11 @@ struct Parser<'a, 'r> {
     placeholders: bool,
     /// The placeholder symbols of the argument being read, by name.
     placeholder_syms: std::cell::RefCell<HashMap<String, Sym>>,
+    /// The `steps` items of this file so far: parameters and body tokens.
+    steps_defs: HashMap<String, (Vec<String>, Vec<Token>)>,
+    /// Reading steps expanded from loops and `steps` calls: an argument's text is made from its
+    /// tokens (they come from several places of the file).
+    expanded: bool,
 }
 
 /// Parse the items of one file whose tokens carry file id `file`. `scope` holds the items visible
@@ -172,6 +178,8 @@ impl<'a, 'r> Parser<'a, 'r> {
             text: text.to_string(),
             placeholders: false,
             placeholder_syms: Default::default(),
+            steps_defs: HashMap::new(),
+            expanded: false,
         }
     }
 
@@ -304,8 +312,9 @@ impl<'a, 'r> Parser<'a, 'r> {
                 Tok::Ident(s) if s == "instr" => self.proc(true),
                 Tok::Ident(s) if s == "schedule" => self.schedule(),
                 Tok::Ident(s) if s == "pipeline" => self.pipeline_item(),
+                Tok::Ident(s) if s == "steps" => self.steps_item(),
                 _ => Err(self.expected(
-                    "an item (`import`, `memory`, `config`, `proc`, `instr`, `schedule` or `pipeline`)",
+                    "an item (`import`, `memory`, `config`, `proc`, `instr`, `schedule`, `steps` or `pipeline`)",
                 )),
             };
             if let Err(d) = r {
@@ -327,13 +336,17 @@ impl<'a, 'r> Parser<'a, 'r> {
         Ok(())
     }
 
-    pub(super) fn push_pipeline_item(&mut self, name: String, base: Option<String>, lo: u32) {
-        let span = self.span_from(lo);
-        let text = self
-            .text
+    /// The source text under `span` (an item's, kept as written).
+    pub(super) fn span_text(&self, span: Span) -> String {
+        self.text
             .get(span.lo as usize..span.hi as usize)
             .unwrap_or_default()
-            .to_string();
+            .to_string()
+    }
+
+    pub(super) fn push_pipeline_item(&mut self, name: String, base: Option<String>, lo: u32) {
+        let span = self.span_from(lo);
+        let text = self.span_text(span);
         self.module.pipelines.push(weft_ir::PipelineItem {
             name,
             base,

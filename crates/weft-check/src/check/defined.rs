@@ -90,7 +90,7 @@ impl Walk<'_> {
     /// views a local buffer (rule `init`).
     pub(super) fn require_defined(&mut self, b: &BufInfo, idx: &[Term], span: Span, text: &str) {
         match self.mode {
-            Mode::Control | Mode::Prewalk => return,
+            Mode::Control | Mode::Prewalk | Mode::NoInit => return,
             Mode::Full if !self.is_local(b) => return,
             _ => {}
         }
@@ -130,7 +130,9 @@ impl Walk<'_> {
     /// which then hold for `lo <= var' < var`. A walk ahead does not walk ahead again in its
     /// inner loops, so each body is walked at most twice per enclosing level.
     pub(super) fn earlier_iterations(&mut self, var: &Sym, lo: &Term, body: &Block) {
-        if matches!(self.mode, Mode::Prewalk | Mode::Control) || !self.reads_local_in(body) {
+        if matches!(self.mode, Mode::Prewalk | Mode::Control | Mode::NoInit)
+            || !self.reads_local_in(body)
+        {
             return;
         }
         let made_since = self.ck.next_unknown;
@@ -228,6 +230,12 @@ impl Walk<'_> {
         span: Span,
         sub: &HashMap<u64, Term>,
     ) {
+        // The control rules never ask what is defined; the cells' goals are costly to build
+        // (every write of the buffer is a case), and a scheduled proc of many instruction calls
+        // is checked for control after every step.
+        if matches!(self.mode, Mode::Control | Mode::NoInit) {
+            return;
+        }
         let reads = self.ck.summary_of(callee).needs_input.contains(&k);
         if reads {
             if let Some((cell, ranges)) = self.cells_of(b) {

@@ -112,7 +112,7 @@ impl Walk<'_> {
         bytes: Term,
         span: Span,
     ) {
-        if mem.max_bytes.is_none() || self.mode != Mode::Full {
+        if mem.max_bytes.is_none() || !matches!(self.mode, Mode::Full | Mode::NoInit) {
             return;
         }
         let loop_vars: HashSet<u64> = self.bound[self.body.bound..]

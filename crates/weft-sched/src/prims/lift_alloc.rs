@@ -43,9 +43,11 @@
 //! ```
 //!
 //! The branch runs at most once, so no read can see an earlier run's value: the buffer starts
-//! uninitialised in both. The shape is now evaluated before the `if`, when the branch is not taken
-//! too, and before `s0`: every extent must be positive in the `if`'s context, and the shape must
-//! read no config field that `s0` writes.
+//! uninitialised in both. The shape is now evaluated and the buffer allocated before the `if`,
+//! when the branch is not taken too: every extent must be positive in the `if`'s context, the
+//! shape must read no config field (one the branch's path never wrote would be an error), and
+//! the memory must have a capacity (`max_bytes`: a stack or registers, whose allocation cannot
+//! fail at run time; a heap allocation could fail where the original allocated nothing).
 
 use super::set_memory::{aliases, alloc_at, AllocSite};
 use super::{describe, for_stmt, keep_parallel, loop_at, require, term_at, Loop, Rewrite};
@@ -174,21 +176,32 @@ fn lift_from_if(
     let branch = at.last().block;
     let body = if branch == 0 { then_body } else { else_body };
     let k = at.last().index;
-    let outer = a.scope_at(p, if_path);
-    require_positive_shape(a, &outer, site, "where the branch is not taken")?;
+    // Lifted, the size is evaluated and the buffer allocated where the branch is not taken:
+    // a config field read there may never have been written, and a heap allocation may fail
+    // where the original allocated nothing. Only sizes of the control arguments and loop
+    // variables, in memories with a capacity (stack, registers), are lifted.
     let shape: Vec<&weft_ir::Expr> = site.ty.shape.iter().collect();
     if !super::config_reads(&shape).is_empty() {
-        let inner = a.scope_at(p, &if_path.child(branch, 0));
-        let eff = a.effects(&inner, &body[..k]);
-        super::require_unwritten_configs(
+        return Err(SchedError::new(
             PRIM,
-            &shape,
-            &eff,
-            "the allocation's size",
-            "the statements before it in the branch",
-            site.stmt,
-        )?;
+            format!(
+                "the size of '{t}' reads a config field, which may not be written where the branch is not taken"
+            ),
+        )
+        .at(site.stmt.span, describe(site.stmt)));
     }
+    if site.ty.mem.max_bytes.is_none() {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "'{t}' is in memory {}, which has no capacity: lifted out of the branch, its allocation could fail where the branch is not taken",
+                site.ty.mem.name
+            ),
+        )
+        .at(site.stmt.span, describe(site.stmt)));
+    }
+    let outer = a.scope_at(p, if_path);
+    require_positive_shape(a, &outer, site, "where the branch is not taken")?;
     let free = body
         .iter()
         .position(|s| matches!(&s.kind, StmtKind::Free { buf } if *buf == t));

@@ -150,6 +150,21 @@ pub fn stage_mem(
         }
     }
 
+    // The proofs and guards below evaluate the buffer's extents here, not where the buffer was
+    // made: an extent that reads a config field (which may have changed since) cannot be used.
+    if let Some(e) = bt
+        .shape
+        .iter()
+        .find(|e| !super::config_reads(&[*e]).is_empty())
+    {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "the extent {e} of '{buf}' reads a config field, whose value here may not be the one the buffer was made with"
+            ),
+        )
+        .at(first.span, what.clone()));
+    }
     // The region: non-empty; the sides that may leave the buffer are guarded.
     let mut guard_low = vec![false; region.len()];
     let mut guard_high = vec![false; region.len()];

@@ -35,12 +35,7 @@ impl Parser<'_, '_> {
                 format!("unknown proc `{base}` (a schedule's base must be defined before it)"),
             ));
         }
-        self.expect_punct("{")?;
-        let mut steps = Vec::new();
-        while !self.is_punct("}") {
-            steps.push(self.step()?);
-        }
-        self.bump();
+        let (steps, structured) = self.schedule_body()?;
         // Procs defined later may call the schedule. Until it is applied (after checking), a call
         // resolves to a stand-in: the base under the schedule's name, with the base as its origin
         // (`weft::link` swaps in the scheduled proc).
@@ -55,11 +50,14 @@ impl Parser<'_, '_> {
             });
             self.scope.procs.insert(name.clone(), stand_in);
         }
+        let span = self.span_from(lo);
+        let text = structured.then(|| self.span_text(span));
         self.module.schedules.push(weft_ir::ScheduleDecl {
             name,
             base,
             steps,
-            span: self.span_from(lo),
+            text,
+            span,
         });
         Ok(())
     }
@@ -79,6 +77,7 @@ impl Parser<'_, '_> {
                 return Err(self.arity_error(prim, got, self.cur_span()));
             };
             let arg_lo = self.lo();
+            let arg_pos = self.pos;
             let value = self.step_arg(param.kind).map_err(|d| {
                 d.with_note(format!(
                     "argument {} of `{}` is {}: {}",
@@ -89,12 +88,16 @@ impl Parser<'_, '_> {
                 ))
             })?;
             let span = self.span_from(arg_lo);
-            let text = self
-                .text
-                .get(span.lo as usize..span.hi as usize)
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+            let text = if self.expanded {
+                // Expanded from a loop or a `steps` call: the tokens come from several places.
+                super::steps::tokens_text(&self.toks[arg_pos..self.pos])
+            } else {
+                self.text
+                    .get(span.lo as usize..span.hi as usize)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            };
             args.push(SchedArg { text, value, span });
             if !self.eat_punct(",") && !self.is_punct(")") {
                 return Err(self.expected("`,` or `)`"));
@@ -162,6 +165,19 @@ impl Parser<'_, '_> {
                     // Data type names are keywords of the grammar.
                     (ParamKind::DType, Tok::Ident(s)) => {
                         let s = s.clone();
+                        self.bump();
+                        (s, sp)
+                    }
+                    // A name made in a `steps` item or a loop (`"Ce{w}"`): a quoted identifier.
+                    (_, Tok::Str(s)) => {
+                        let s = s.clone();
+                        if !weft_ir::print::is_identifier(&s) || super::is_keyword(&s) {
+                            return Err(Diagnostic::new(
+                                "schedule",
+                                sp,
+                                format!("`{s}` is not a name"),
+                            ));
+                        }
                         self.bump();
                         (s, sp)
                     }

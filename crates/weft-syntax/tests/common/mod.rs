@@ -522,6 +522,7 @@ impl Gen {
             procs,
             schedules: vec![],
             pipelines: vec![],
+            steps_items: vec![],
         }
     }
 }

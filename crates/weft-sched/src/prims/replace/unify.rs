@@ -73,12 +73,15 @@ pub(super) struct Unifier<'a> {
     pub(super) atom_exprs: HashMap<Atom, Expr>,
 }
 
-/// The bits of a numeric literal as an f64, for comparing `0` with `0.0` in a float context.
-fn float_bits(c: &Const) -> Option<u64> {
-    match c {
-        Const::Int(v) => Some((*v as f64).to_bits()),
-        Const::Float(f) => Some(f.to_bits()),
-        Const::Bool(_) => None,
+/// The bits of a numeric literal in a float context as the interpreter makes them (an integer
+/// literal rounded once to the type, a float literal from its f64), for comparing `0` with `0.0`.
+fn float_bits(c: &Const, ty: Ty) -> Option<u64> {
+    match (c, ty) {
+        (Const::Int(v), Ty::Data(DType::F32)) => Some((*v as f32).to_bits() as u64),
+        (Const::Float(f), Ty::Data(DType::F32)) => Some((*f as f32).to_bits() as u64),
+        (Const::Int(v), Ty::Data(DType::F64)) => Some((*v as f64).to_bits()),
+        (Const::Float(f), Ty::Data(DType::F64)) => Some(f.to_bits()),
+        _ => None,
     }
 }
 
@@ -370,9 +373,7 @@ impl Unifier<'_> {
             (ExprKind::Const(x), ExprKind::Const(y)) if x == y => Ok(()),
             // A float literal written as an integer (`0` in an f32 body) is the same value.
             (ExprKind::Const(x), ExprKind::Const(y))
-                if matches!(c.ty, Ty::Data(DType::F32 | DType::F64))
-                    && float_bits(x).is_some()
-                    && float_bits(x) == float_bits(y) =>
+                if float_bits(x, c.ty).is_some() && float_bits(x, c.ty) == float_bits(y, b.ty) =>
             {
                 Ok(())
             }

@@ -77,8 +77,9 @@ struct Parser<'a, 'r> {
     placeholders: bool,
     /// The placeholder symbols of the argument being read, by name.
     placeholder_syms: std::cell::RefCell<HashMap<String, Sym>>,
-    /// The `steps` items of this file so far: parameters and body tokens.
-    steps_defs: HashMap<String, (Vec<String>, Vec<Token>)>,
+    /// The `steps` items of this file so far: their order of definition, parameters and body
+    /// tokens.
+    steps_defs: HashMap<String, (usize, Vec<String>, Vec<Token>)>,
     /// Reading steps expanded from loops and `steps` calls: an argument's text is made from its
     /// tokens (they come from several places of the file).
     expanded: bool,

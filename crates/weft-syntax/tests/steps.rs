@@ -140,11 +140,48 @@ fn expansion_errors_name_the_place_and_the_rule() {
     let e = parse_err(&format!(
         "{PROC}schedule q = p {{\n    for w in 0..100000000 {{\n        simplify();\n    }}\n}}\n"
     ));
-    assert!(e.contains("more than"), "{e}");
+    assert!(e.contains("runs more than"), "{e}");
     let e = parse_err(&format!(
         "{PROC}schedule q = p {{\n    for a in 0..2000 {{\n        for b in 0..2000 {{\n            simplify();\n        }}\n    }}\n}}\n"
     ));
-    assert!(e.contains("expands to more than"), "{e}");
+    assert!(e.contains("takes more than"), "{e}");
+    // Loops with empty bodies, and calls that make nothing, cost work too (no hang).
+    let e = parse_err(&format!(
+        "{PROC}schedule q = p {{\n    for a in 0..1000000 {{\n        for b in 0..1000000 {{\n        }}\n    }}\n}}\n"
+    ));
+    assert!(e.contains("takes more than"), "{e}");
+    let mut items = String::from("steps a0() {\n}\n");
+    for k in 1..50 {
+        items.push_str(&format!(
+            "steps a{k}() {{\n    a{}();\n    a{}();\n}}\n",
+            k - 1,
+            k - 1
+        ));
+    }
+    let e = parse_err(&format!("{PROC}{items}schedule q = p {{\n    a49();\n}}\n"));
+    assert!(e.contains("takes more than"), "{e}");
+    // Arguments that double at every call.
+    let mut items = String::from("steps b0(x) {\n}\n");
+    for k in 1..40 {
+        items.push_str(&format!("steps b{k}(x) {{\n    b{}(x x);\n}}\n", k - 1));
+    }
+    let e = parse_err(&format!(
+        "{PROC}{items}schedule q = p {{\n    b39(i);\n}}\n"
+    ));
+    assert!(e.contains("takes more than"), "{e}");
+    // A `steps` item cannot take a primitive's name.
+    let e = parse_err(&format!("{PROC}steps unroll(x) {{\n    simplify();\n}}\n"));
+    assert!(e.contains("is a scheduling primitive"), "{e}");
+    // An empty argument.
+    let e = parse_err(&format!(
+        "{PROC}steps s(a, b) {{\n    unroll(a);\n}}\nschedule q = p {{\n    s(, j);\n}}\n"
+    ));
+    assert!(e.contains("an argument of `s` is empty"), "{e}");
+    // An item defined later is not callable (its name is read as a primitive's).
+    let e = parse_err(&format!(
+        "{PROC}steps s(x) {{\n    t(x);\n}}\nsteps t(x) {{\n    unroll(x);\n}}\nschedule q = p {{\n    s(j);\n}}\n"
+    ));
+    assert!(e.contains("unknown scheduling primitive `t`"), "{e}");
     // Nesting too deep.
     let mut body = String::from("simplify();");
     for k in 0..70 {
@@ -152,4 +189,56 @@ fn expansion_errors_name_the_place_and_the_rule() {
     }
     let e = parse_err(&format!("{PROC}schedule q = p {{\n    {body}\n}}\n"));
     assert!(e.contains("nest more than"), "{e}");
+}
+
+#[test]
+fn substitution_keeps_meaning_in_strings_and_expressions() {
+    let src = format!(
+        "{PROC}
+steps named(l, nm, r) {{
+    split(\"{{l}}\", 8, \"{{nm}}o\", \"{{nm}}{{r}}\", cut);
+}}
+
+steps shifted(r) {{
+    shift(i, 2 * r);
+}}
+
+steps pattern(x, w) {{
+    unroll(\"{{x}}\");
+}}
+
+steps neg(r) {{
+    unroll(\"r{{r}}\");
+}}
+
+steps u(unroll) {{
+    simplify();
+}}
+
+schedule q = p {{
+    named(\"for j\", jj, 1);
+    neg(-1);
+    shifted(1 + 1);
+    pattern(\"{{w}}\", j);
+    u(x,);
+}}
+"
+    );
+    let m = parse(&src);
+    assert_eq!(
+        steps_of(&m),
+        [
+            // A quoted argument enters a string without its quotes.
+            "split(j, 8, jjo, jj1, cut)",
+            // A negative value has no space.
+            "unroll(\"r-1\")",
+            // An expression argument keeps its precedence.
+            "shift(i, 2 * (1 + 1))",
+            // What a replacement brings into a string is not replaced again.
+            "unroll(\"{w}\")",
+            // A parameter named like a primitive is the parameter; a trailing comma ends the
+            // arguments.
+            "simplify()",
+        ]
+    );
 }

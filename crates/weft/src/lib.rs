@@ -188,7 +188,14 @@ pub fn apply_schedules(
             let Some(d) = p.module.schedules.iter().find(|d| d.name == name) else {
                 continue;
             };
-            let named = d.steps.iter().flat_map(|s| &s.args).map(|a| &a.text);
+            let named = d
+                .steps
+                .iter()
+                .flat_map(|s| &s.args)
+                .filter_map(|a| match &a.value {
+                    weft_ir::SchedValue::Name(n) => Some(n),
+                    _ => None,
+                });
             for n in std::iter::once(&d.base).chain(named) {
                 if !w.contains(n) && p.module.schedules.iter().any(|d| &d.name == n) {
                     w.push(n.clone());

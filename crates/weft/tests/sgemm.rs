@@ -1,7 +1,8 @@
 //! The shipped AVX-512 SGEMM schedules (`sgemm_avx512` and `sgemm_avx512_par` of
 //! examples/sgemm.weft) compute bit for bit what the naive fused SGEMM computes in the
 //! interpreter, at sizes that include 1 and every remainder of the 6 x 64 register tile: every
-//! row count of the bottom edge, whole and masked vectors of the right edge, and both corners.
+//! row count of the bottom edge, whole and masked vectors of the right edge, and both corners;
+//! and the two-core version on both sides of the sizes where its parallel loops start.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -40,4 +41,30 @@ fn avx512_sgemm_matches_the_interpreter_at_every_remainder() {
         }
     }
     assert_eq!(runs, 2 * 7 * 14 * 2);
+    // The two-core version's parallel loops run from N >= 256 (panels) and M >= 192 (right edge
+    // row tiles), with K >= 64: the sizes across those thresholds.
+    let proc = program
+        .module
+        .proc("sgemm_avx512_par")
+        .expect("the schedule")
+        .clone();
+    for (m, n, k) in [
+        (64, 256, 64),
+        (197, 263, 65),
+        (192, 319, 64),
+        (63, 256, 64),
+        (200, 255, 63),
+    ] {
+        let sizes: HashMap<String, i64> = [("M", m), ("N", n), ("K", k)]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b))
+            .collect();
+        let opts = RunOptions {
+            sizes,
+            seed: 7,
+            reps: 1,
+        };
+        run_and_compare(&program, &proc, &jit, &opts)
+            .unwrap_or_else(|e| panic!("sgemm_avx512_par at M={m} N={n} K={k}: {e}"));
+    }
 }

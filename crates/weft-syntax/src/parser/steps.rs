@@ -25,8 +25,10 @@ use crate::lexer::{Tok, Token};
 use std::collections::HashMap;
 use weft_ir::{Diagnostic, SchedStep, Span};
 
-/// The most tokens a schedule's body may expand to: loops multiply, and a mistake such as
-/// `for i in 0..1000000000` must end in an error, not in exhausted memory.
+/// The most work a schedule's body may take to expand, counted in tokens written, substituted or
+/// copied and in loop iterations and calls: loops and calls multiply, and a mistake such as
+/// `for i in 0..1000000000`, with or without a body, must end in an error, not in a hang or in
+/// exhausted memory.
 pub const MAX_EXPANDED: usize = 1 << 20;
 
 /// How deeply loops and calls may nest in an expansion.
@@ -35,12 +37,36 @@ const MAX_NESTING: usize = 64;
 /// What names stand for while a body is expanded.
 type Env = HashMap<String, Vec<Token>>;
 
+/// What an expansion has spent of [`MAX_EXPANDED`].
+struct Budget(usize);
+
+impl Budget {
+    fn spend(&mut self, n: usize, at: Span) -> PResult<()> {
+        self.0 = self.0.saturating_add(n);
+        if self.0 > MAX_EXPANDED {
+            return Err(Diagnostic::new(
+                "schedule",
+                at,
+                format!("the schedule takes more than {MAX_EXPANDED} steps of work to expand (its loops and calls, and the tokens they make)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Parser<'_, '_> {
     /// `steps NAME(p, ...) { ... }`: kept as text for printing and as tokens for expansion.
     pub(super) fn steps_item(&mut self) -> PResult<()> {
         let lo = self.lo();
         self.bump();
         let (name, name_span) = self.name()?;
+        if weft_ir::primitives::primitive(&name).is_some() {
+            return Err(Diagnostic::new(
+                "duplicate-definition",
+                name_span,
+                format!("`{name}` is a scheduling primitive; a `steps` item needs another name"),
+            ));
+        }
         self.define_item(&name, name_span)?;
         self.expect_punct("(")?;
         let mut params: Vec<String> = Vec::new();
@@ -62,7 +88,9 @@ impl Parser<'_, '_> {
         let body = self.braced_tokens()?;
         let span = self.span_from(lo);
         let text = self.span_text(span);
-        self.steps_defs.insert(name.clone(), (params.clone(), body));
+        let order = self.steps_defs.len();
+        self.steps_defs
+            .insert(name.clone(), (order, params.clone(), body));
         self.module.steps_items.push(weft_ir::StepsItem {
             name,
             params,
@@ -113,7 +141,9 @@ impl Parser<'_, '_> {
             _ => false,
         });
         let mut flat = Vec::new();
-        self.expand(&body, &Env::new(), 0, &mut flat)?;
+        let mut budget = Budget(0);
+        let visible = self.steps_defs.len();
+        self.expand(&body, &Env::new(), visible, 0, &mut budget, &mut flat)?;
         // Read the flat steps with the step parser, over the expanded tokens.
         let end = body.last().map_or(self.prev_hi, |t| t.hi);
         flat.push(Token {
@@ -142,11 +172,14 @@ impl Parser<'_, '_> {
 
     /// Append the primitive steps of `body` to `out`, its loops unrolled and its `steps` calls
     /// replaced by their bodies, every name of `env` replaced by what it stands for.
+    /// `visible`: how many `steps` items the body can call (those defined before it, in order).
     fn expand(
         &self,
         body: &[Token],
         env: &Env,
+        visible: usize,
         nesting: usize,
+        budget: &mut Budget,
         out: &mut Vec<Token>,
     ) -> PResult<()> {
         let span = |t: &Token| Span::new(self.file, t.lo, t.hi);
@@ -167,22 +200,45 @@ impl Parser<'_, '_> {
                     let close = balanced_end(body, open).ok_or_else(|| {
                         Diagnostic::new("syntax", span(&body[open]), "`{` is never closed")
                     })?;
+                    let env_size: usize = env.values().map(Vec::len).sum();
                     for v in values {
+                        budget.spend(1 + env_size, span(t))?;
                         let mut inner = env.clone();
                         inner.insert(var.clone(), int_tokens(v, &body[i + 1]));
-                        self.expand(&body[open + 1..close], &inner, nesting + 1, out)?;
+                        self.expand(
+                            &body[open + 1..close],
+                            &inner,
+                            visible,
+                            nesting + 1,
+                            budget,
+                            out,
+                        )?;
                     }
                     i = close + 1;
                 }
+                // A call of an item defined before this body (a parameter of the same name is
+                // the parameter).
                 Tok::Ident(s)
-                    if self.steps_defs.contains_key(s)
+                    if !env.contains_key(s)
+                        && self.steps_defs.get(s).is_some_and(|d| d.0 < visible)
                         && matches!(body.get(i + 1).map(|t| &t.tok), Some(Tok::Punct("("))) =>
                 {
-                    let (params, callee_body) = &self.steps_defs[s];
+                    let (order, params, callee_body) = &self.steps_defs[s];
                     let close = balanced_end(body, i + 1).ok_or_else(|| {
                         Diagnostic::new("syntax", span(&body[i + 1]), "`(` is never closed")
                     })?;
-                    let args = split_args(&body[i + 2..close]);
+                    let mut args = split_args(&body[i + 2..close]);
+                    // A trailing comma ends the list; an empty argument elsewhere is an error.
+                    if args.len() > 1 && args.last().is_some_and(Vec::is_empty) {
+                        args.pop();
+                    }
+                    if args.iter().any(Vec::is_empty) {
+                        return Err(Diagnostic::new(
+                            "syntax",
+                            span(t),
+                            format!("an argument of `{s}` is empty"),
+                        ));
+                    }
                     if args.len() != params.len() {
                         return Err(Diagnostic::new(
                             "schedule",
@@ -203,12 +259,14 @@ impl Parser<'_, '_> {
                             format!("expected `;` after the call of `{s}`"),
                         ));
                     }
-                    let callee_env: Env = params
-                        .iter()
-                        .cloned()
-                        .zip(args.iter().map(|a| substitute(a, env)))
-                        .collect();
-                    self.expand(callee_body, &callee_env, nesting + 1, out)
+                    let mut callee_env = Env::new();
+                    for (param, arg) in params.iter().zip(&args) {
+                        let value = argument(substitute(arg, env, budget, span(t))?);
+                        budget.spend(value.len(), span(t))?;
+                        callee_env.insert(param.clone(), value);
+                    }
+                    budget.spend(1, span(t))?;
+                    self.expand(callee_body, &callee_env, *order, nesting + 1, budget, out)
                         .map_err(|d| d.with_label(span(t), format!("in this call of `{s}`")))?;
                     i = close + 2;
                 }
@@ -226,16 +284,11 @@ impl Parser<'_, '_> {
                         end += 1;
                     }
                     let stop = end.min(body.len() - 1);
-                    out.extend(substitute(&body[i..=stop], env));
+                    let step = substitute(&body[i..=stop], env, budget, span(t))?;
+                    budget.spend(step.len(), span(t))?;
+                    out.extend(step);
                     i = end + 1;
                 }
-            }
-            if out.len() > MAX_EXPANDED {
-                return Err(Diagnostic::new(
-                    "schedule",
-                    span(t),
-                    format!("the schedule expands to more than {MAX_EXPANDED} tokens"),
-                ));
             }
         }
         Ok(())
@@ -376,17 +429,15 @@ fn int_tokens(v: i64, at: &Token) -> Vec<Token> {
 }
 
 /// `toks` with every name of `env` replaced by its tokens, and `{name}` inside strings by its
-/// text.
-fn substitute(toks: &[Token], env: &Env) -> Vec<Token> {
+/// text (one pass over each string: what a replacement brings in is not replaced again).
+fn substitute(toks: &[Token], env: &Env, budget: &mut Budget, at: Span) -> PResult<Vec<Token>> {
     let mut out = Vec::with_capacity(toks.len());
     for t in toks {
         match &t.tok {
             Tok::Ident(s) if env.contains_key(s) => out.extend(env[s].iter().cloned()),
             Tok::Str(s) if s.contains('{') => {
-                let mut text = s.clone();
-                for (name, value) in env {
-                    text = text.replace(&format!("{{{name}}}"), &tokens_text(value));
-                }
+                let text = interpolate(s, env);
+                budget.spend(text.len(), at)?;
                 out.push(Token {
                     tok: Tok::Str(text),
                     ..t.clone()
@@ -395,7 +446,79 @@ fn substitute(toks: &[Token], env: &Env) -> Vec<Token> {
             _ => out.push(t.clone()),
         }
     }
+    Ok(out)
+}
+
+/// `s` with each `{name}` of a bound name replaced by its value's text; other braces kept.
+fn interpolate(s: &str, env: &Env) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if env.contains_key(&after[..close]) => {
+                out.push_str(&value_text(&env[&after[..close]]));
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
     out
+}
+
+/// A value's text inside a string: a quoted argument without its quotes, a negative integer
+/// without a space.
+fn value_text(value: &[Token]) -> String {
+    match value {
+        [Token {
+            tok: Tok::Str(s), ..
+        }] => s.clone(),
+        [Token {
+            tok: Tok::Punct("-"),
+            ..
+        }, Token {
+            tok: Tok::Int(n), ..
+        }] => format!("-{n}"),
+        _ => tokens_text(value),
+    }
+}
+
+/// An argument as it stands for its parameter: an expression with an operator outside brackets
+/// (beyond a leading minus) in parentheses, so that `2 * r` with `r` = `1 + 1` is `2 * (1 + 1)`.
+fn argument(toks: Vec<Token>) -> Vec<Token> {
+    let mut depth = 0usize;
+    let operator = toks.iter().enumerate().any(|(k, t)| match &t.tok {
+        Tok::Punct("(" | "[" | "{") => {
+            depth += 1;
+            false
+        }
+        Tok::Punct(")" | "]" | "}") => {
+            depth = depth.saturating_sub(1);
+            false
+        }
+        Tok::Punct("-") => depth == 0 && k > 0,
+        Tok::Punct("+" | "*" | "/" | "%" | "<" | "<=" | ">" | ">=" | "==" | "!=") => depth == 0,
+        Tok::Ident(s) => depth == 0 && (s == "and" || s == "or"),
+        _ => false,
+    });
+    if !operator {
+        return toks;
+    }
+    let (lo, hi) = (toks[0].lo, toks[toks.len() - 1].hi);
+    let paren = |p| Token {
+        tok: Tok::Punct(p),
+        lo,
+        hi,
+    };
+    std::iter::once(paren("("))
+        .chain(toks)
+        .chain(std::iter::once(paren(")")))
+        .collect()
 }
 
 /// The text of tokens, spaced as the canonical printer spaces them (near enough for messages).

@@ -625,41 +625,46 @@ impl Kernel {
                         ..
                     },
                 ) => {
-                    let what = format!("argument {i} ('{pn}') of '{name}'");
+                    // Formatted only for an error: this runs at every call.
+                    let what = || format!("argument {i} ('{pn}') of '{name}'");
                     if let Some(m) = &b.invalid {
-                        return Err(JitError::Stride(format!("{what}: {m}")));
+                        return Err(JitError::Stride(format!("{}: {m}", what())));
                     }
                     if b.dtype != *elem {
                         return Err(JitError::Dtype(format!(
-                            "{what}: expected {elem} elements, got {}",
+                            "{}: expected {elem} elements, got {}",
+                            what(),
                             b.dtype
                         )));
                     }
                     if b.shape.len() != *rank {
                         return Err(JitError::Rank(format!(
-                            "{what}: expected rank {rank}, got {}",
+                            "{}: expected rank {rank}, got {}",
+                            what(),
                             b.shape.len()
                         )));
                     }
                     if b.strides.len() != b.shape.len() {
                         return Err(JitError::Stride(format!(
-                            "{what}: strides and shape differ in rank"
+                            "{}: strides and shape differ in rank",
+                            what()
                         )));
                     }
                     if b.strides.iter().any(|s| *s < 0) {
-                        return Err(JitError::Stride(format!("{what}: negative strides")));
+                        return Err(JitError::Stride(format!("{}: negative strides", what())));
                     }
                     if *written && !b.mutable {
                         return Err(JitError::ReadOnly(format!(
-                            "{what}: the kernel writes this buffer, but it was passed read-only"
+                            "{}: the kernel writes this buffer, but it was passed read-only",
+                            what()
                         )));
                     }
                     match b.reach() {
-                        Err(m) => return Err(JitError::Shape(format!("{what}: {m}"))),
+                        Err(m) => return Err(JitError::Shape(format!("{}: {m}", what()))),
                         Ok(Some(last)) if last >= b.len => {
                             return Err(JitError::Shape(format!(
-                                "{what}: shape {:?} with strides {:?} reaches element {last}, but the buffer has {} elements",
-                                b.shape, b.strides, b.len
+                                "{}: shape {:?} with strides {:?} reaches element {last}, but the buffer has {} elements",
+                                what(), b.shape, b.strides, b.len
                             )))
                         }
                         Ok(_) => {}
@@ -713,7 +718,8 @@ impl Kernel {
                 },
             })
             .collect();
-        let mut err = vec![0u8; 1024];
+        // On the stack: this runs at every call, and a message is written only on an error.
+        let mut err = [0u8; 1024];
         // SAFETY: the arguments were checked above against the entry's declared kinds, and every
         // element reachable through each buffer's shape and strides lies inside its borrowed
         // memory; the C entry validates shapes, strides and preconditions before running. `ctx`

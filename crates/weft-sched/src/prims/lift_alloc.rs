@@ -123,16 +123,34 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
     no_read_of_earlier_iteration(a, PRIM, &outer, &l, &facts, &stmts, &t)?;
 
     // Build the new code.
-    let t2 = t.fresh_copy();
-    let sub = Subst::new().buf(&t, &t2);
-    let new_body: Vec<Stmt> = l
-        .body
+    let span = l.stmt.span;
+    let (l_var, l_lo, l_hi, parallel) = (l.var.clone(), l.lo.clone(), l.hi.clone(), l.parallel);
+    let new = lifted(&site, l.body, k, free, |body| {
+        keep_parallel(for_stmt(l_var, l_lo, l_hi, body, span), parallel)
+    });
+    Ok(Rewrite {
+        forward: lifted_forward(&loop_path, new.len(), 0, k, free),
+        proc: path::replace_stmt(p, &loop_path, new),
+    })
+}
+
+/// `alloc t'; parent'; free t'` for the allocation `site` at index `k` (and its `free` at `free`)
+/// of `body`: `parent'` is what `rebuild` makes of the rest of `body`, `t` renamed `t'`.
+fn lifted(
+    site: &AllocSite,
+    body: &[Stmt],
+    k: usize,
+    free: Option<usize>,
+    rebuild: impl FnOnce(Vec<Stmt>) -> Stmt,
+) -> Vec<Stmt> {
+    let t2 = site.buf.fresh_copy();
+    let sub = Subst::new().buf(site.buf, &t2);
+    let rest: Vec<Stmt> = body
         .iter()
         .enumerate()
         .filter(|(j, _)| *j != k && Some(*j) != free)
         .map(|(_, s)| sub.stmt(s))
         .collect();
-    let span = l.stmt.span;
     let mut new = vec![
         Stmt::new(
             StmtKind::Alloc {
@@ -141,18 +159,12 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
             },
             site.stmt.span,
         ),
-        keep_parallel(
-            for_stmt(l.var.clone(), l.lo.clone(), l.hi.clone(), new_body, span),
-            l.parallel,
-        ),
+        rebuild(rest),
     ];
     if let Some(f) = free {
-        new.push(Stmt::new(StmtKind::Free { buf: t2 }, l.body[f].span));
+        new.push(Stmt::new(StmtKind::Free { buf: t2 }, body[f].span));
     }
-    Ok(Rewrite {
-        forward: lifted_forward(&loop_path, new.len(), 0, k, free),
-        proc: path::replace_stmt(p, &loop_path, new),
-    })
+    new
 }
 
 /// Lift the allocation at `at` out of the `if` at `if_path` (see the module comment).
@@ -205,39 +217,21 @@ fn lift_from_if(
     let free = body
         .iter()
         .position(|s| matches!(&s.kind, StmtKind::Free { buf } if *buf == t));
-    let t2 = t.fresh_copy();
-    let sub = Subst::new().buf(&t, &t2);
-    let new_body: Vec<Stmt> = body
-        .iter()
-        .enumerate()
-        .filter(|(j, _)| *j != k && Some(*j) != free)
-        .map(|(_, s)| sub.stmt(s))
-        .collect();
-    let (then_new, else_new) = if branch == 0 {
-        (new_body, else_body.clone())
-    } else {
-        (then_body.clone(), new_body)
-    };
-    let mut new = vec![
-        Stmt::new(
-            StmtKind::Alloc {
-                buf: t2.clone(),
-                ty: site.ty.clone(),
-            },
-            site.stmt.span,
-        ),
+    let new = lifted(site, body, k, free, |rest| {
+        let (then_body, else_body) = if branch == 0 {
+            (rest, else_body.clone())
+        } else {
+            (then_body.clone(), rest)
+        };
         Stmt::new(
             StmtKind::If {
                 cond: cond.clone(),
-                then_body: then_new,
-                else_body: else_new,
+                then_body,
+                else_body,
             },
             stmt.span,
-        ),
-    ];
-    if let Some(f) = free {
-        new.push(Stmt::new(StmtKind::Free { buf: t2 }, body[f].span));
-    }
+        )
+    });
     Ok(Rewrite {
         forward: lifted_forward(if_path, new.len(), branch, k, free),
         proc: path::replace_stmt(p, if_path, new),

@@ -73,7 +73,7 @@ impl Chunk {
     }
 
     /// Replace unknowns above `id` that name a shared term by that term (they may nest).
-    fn expand_shared(&mut self, id: u64, shared: &HashMap<u64, Term>) {
+    pub fn expand_shared(&mut self, id: u64, shared: &HashMap<u64, Term>) {
         for _ in 0..16 {
             let named: HashMap<u64, Term> = self
                 .free_vars()

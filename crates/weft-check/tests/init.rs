@@ -335,3 +335,44 @@ fn reads_of_one_large_cell_are_proved_together_and_reported_apart() {
     assert_eq!(init.len(), 2, "{d:?}");
     assert!(note(init[0]).contains("cell 0 ="), "{:?}", init[0]);
 }
+
+/// A callee that reads only some cells of an argument (a masked instruction reads its first `n`
+/// lanes) needs only those written before the call: its summary gives the cells it reads, in
+/// loops and under branches, and the call puts its arguments for the callee's variables.
+#[test]
+fn a_callee_that_reads_a_prefix_needs_only_the_prefix_written() {
+    let callees = "
+        proc pre(n: size, x: [f32][8], y: [f32][8]) { assert n <= 8; for i in 0..n { y[i] = x[i]; } }
+        proc guarded(n: size, x: [f32][8], y: [f32][8]) {
+            for i in 0..8 { if i < n { y[i] = x[i]; } }
+        }
+        proc twice(n: size, x: [f32][8], y: [f32][8]) { assert n <= 8; pre(n, x, y); }";
+    let caller = |body: &str| {
+        check(&format!(
+            "{callees}
+             proc g(k: size, out: f32[8]) {{ assert k <= 8; alloc t: f32[8]; {body} free t; }}"
+        ))
+    };
+    for ok in [
+        "for i in 0..k { t[i] = 1.0; } pre(k, t[0:8], out[0:8]);",
+        "for i in 0..k { t[i] = 1.0; } guarded(k, t[0:8], out[0:8]);",
+        "for i in 0..8 { t[i] = 1.0; } twice(k, t[0:8], out[0:8]);",
+        "t[0] = 1.0; pre(1, t[0:8], out[0:8]);",
+    ] {
+        caller(ok).unwrap_or_else(|d| panic!("{ok}: {d:?}"));
+    }
+    for bad in [
+        // One lane short, a wider call than what was written, an unwritten lane under the guard.
+        "for i in 0..k - 1 { t[i] = 1.0; } pre(k, t[0:8], out[0:8]);",
+        "for i in 0..k { t[i] = 1.0; } pre(8, t[0:8], out[0:8]);",
+        "for i in 1..k { t[i] = 1.0; } guarded(k, t[0:8], out[0:8]);",
+        // Through a proc in between, the reads are those of a whole argument.
+        "for i in 0..k { t[i] = 1.0; } twice(k, t[0:8], out[0:8]);",
+    ] {
+        let d = caller(bad).expect_err(bad);
+        assert!(
+            d.iter().all(|d| d.rule == "init") && d[0].message.contains("that it reads"),
+            "{bad}: {d:?}"
+        );
+    }
+}

@@ -72,8 +72,14 @@ impl Walk<'_> {
 
     /// Whether `goal` (about cells of `b`) must be proved: for a local buffer, in a full
     /// check; for a parameter, it is asked right away in a summary, and when it fails the
-    /// parameter is noted as read before it is written.
-    pub(super) fn defined_needed(&mut self, b: &BufInfo, goal: &Term) -> bool {
+    /// parameter is noted as read before it is written: the cell read (root coordinates), where
+    /// the read is of one cell, or else the whole parameter.
+    pub(super) fn defined_needed(
+        &mut self,
+        b: &BufInfo,
+        goal: &Term,
+        cell: Option<&[Term]>,
+    ) -> bool {
         if self.is_local(b) {
             return self.mode == Mode::Full;
         }
@@ -81,9 +87,63 @@ impl Walk<'_> {
             && !self.needs_input.contains(&b.root)
             && self.ck.solver.check_valid(&self.facts, goal) != Validity::Valid
         {
-            self.needs_input.insert(b.root.clone());
+            match cell {
+                Some(cell) => self.reads.chunks.push(Chunk {
+                    root: b.root.clone(),
+                    idx: cell.to_vec(),
+                    cond: self.path.clone(),
+                    bound: Vec::new(),
+                }),
+                None => {
+                    self.needs_input.insert(b.root.clone());
+                }
+            }
         }
         false
+    }
+
+    /// At the end of the loop over `var` with bounds `bounds`: the cells read since chunk
+    /// `mark` were read in some iteration. A read whose cell or condition names an unknown made
+    /// in the loop, or a loop whose bounds are unknown, makes its whole parameter read.
+    pub(super) fn bind_reads(
+        &mut self,
+        mark: usize,
+        made_since: u64,
+        var: &Sym,
+        bounds: Option<(&Term, &Term)>,
+    ) {
+        if self.reads.chunks.len() == mark {
+            return;
+        }
+        let Some((lo, hi)) = bounds else {
+            for c in self.reads.chunks.split_off(mark) {
+                self.needs_input.insert(c.root);
+            }
+            return;
+        };
+        for c in self.reads.chunks.iter_mut().skip(mark) {
+            c.expand_shared(made_since, &self.shared_defs);
+        }
+        let mut k = mark;
+        while k < self.reads.chunks.len() {
+            if self.reads.chunks[k].mentions_unknowns_above(made_since) {
+                let c = self.reads.chunks.remove(k);
+                self.needs_input.insert(c.root);
+            } else {
+                k += 1;
+            }
+        }
+        let counter = &mut self.ck.next_unknown;
+        let name = var.name().to_string();
+        let mut fresh = || init::fresh_var(counter, &name);
+        self.reads.bind_loop(
+            (mark, made_since),
+            &sym_var(var),
+            lo,
+            hi,
+            &self.shared_defs,
+            &mut fresh,
+        );
     }
 
     /// A read of cell `idx` of `b` (shown as `text`) must read a cell written before, where `b`
@@ -105,7 +165,7 @@ impl Walk<'_> {
         } else {
             Term::Or(defs.into_iter().map(Term::not).chain([goal]).collect())
         };
-        if !self.defined_needed(b, &goal) {
+        if !self.defined_needed(b, &goal, Some(&cell)) {
             return;
         }
         let mut msg = format!(
@@ -236,17 +296,35 @@ impl Walk<'_> {
         if matches!(self.mode, Mode::Control | Mode::NoInit) {
             return;
         }
-        let reads = self.ck.summary_of(callee).needs_input.contains(&k);
-        if reads {
+        let summary = self.ck.summary_of(callee);
+        // The cells the callee may read: every cell, or the chunks its summary gives (in
+        // `b`'s root coordinates), which must all name only what the call fixes.
+        let read = if summary.needs_input.contains(&k) {
+            Some(None)
+        } else {
+            match summary.params.get(&k) {
+                Some(param) if summary.reads.chunks.iter().any(|c| c.root == *param) => {
+                    let (chunks, all) = self.chunks_at_call(&summary.reads.chunks, param, b, sub);
+                    Some(if all { Some(chunks) } else { None })
+                }
+                _ => None,
+            }
+        };
+        if let Some(read) = read {
             if let Some((cell, ranges)) = self.cells_of(b) {
                 let root_cell = Self::root_cell(b, &cell);
                 let inside = self.defined.holds(&b.root, &root_cell);
-                let goal = Term::Or(vec![Term::not(Term::And(ranges)), inside]);
-                if !self.defined_needed(b, &goal) {
+                let mut goal = vec![Term::not(Term::And(ranges))];
+                if let Some(chunks) = read {
+                    goal.push(Term::not(Defined { chunks }.holds(&b.root, &root_cell)));
+                }
+                goal.push(inside);
+                let goal = Term::Or(goal);
+                if !self.defined_needed(b, &goal, None) {
                     return self.call_writes(callee, k, b, sub);
                 }
                 let msg = format!(
-                    "`{}` may read cells of `{}` that were never written: every cell of the argument `{}` must be written before the call",
+                    "`{}` may read cells of `{}` that were never written: every cell of the argument `{}` that it reads must be written before the call",
                     callee.name,
                     b.root,
                     expr_to_string(arg)
@@ -261,6 +339,43 @@ impl Walk<'_> {
             }
         }
         self.call_writes(callee, k, b, sub);
+    }
+
+    /// The chunks of a callee's parameter `param` at a call whose argument for it is `b`: the
+    /// callee's variables replaced by what the call puts for them (`sub`), the coordinates
+    /// mapped to `b`'s root, the branch conditions of the call added. Chunks naming another
+    /// free variable of the callee (an unknown config read, say) are left out, which the
+    /// second value then says.
+    fn chunks_at_call(
+        &self,
+        chunks: &[Chunk],
+        param: &Sym,
+        b: &BufInfo,
+        sub: &HashMap<u64, Term>,
+    ) -> (Vec<Chunk>, bool) {
+        let mut all = true;
+        let mut out = Vec::new();
+        let subst = |t: &Term| t.subst_all(sub);
+        for c in chunks.iter().filter(|c| c.root == *param) {
+            if !c.free_vars_all(|id| sub.contains_key(&id)) {
+                all = false;
+                continue;
+            }
+            let idx: Vec<Term> = c.idx.iter().map(subst).collect();
+            let mut cond: Vec<Term> = c.cond.iter().map(subst).collect();
+            cond.extend(self.path.iter().cloned());
+            out.push(Chunk {
+                root: b.root.clone(),
+                idx: Self::root_cell(b, &idx),
+                cond,
+                bound: c
+                    .bound
+                    .iter()
+                    .map(|(v, lo, hi)| (v.clone(), subst(lo), subst(hi)))
+                    .collect(),
+            });
+        }
+        (out, all)
     }
 
     /// What `callee` writes for sure in its parameter `k` is written in the argument `b`: its
@@ -278,30 +393,10 @@ impl Walk<'_> {
         let Some(param) = summary.params.get(&k) else {
             return;
         };
-        // Any other free variable of a chunk is the callee's and may differ at each call (an
-        // unknown config read, say): the same variable at two calls would make their writes
-        // look related, so such chunks are left out.
-        let chunks = summary
-            .defined
-            .chunks
-            .iter()
-            .filter(|c| c.root == *param && c.free_vars_all(|id| sub.contains_key(&id)));
-        let sub = |t: &Term| t.subst_all(sub);
-        for c in chunks {
-            let idx: Vec<Term> = c.idx.iter().map(sub).collect();
-            let mut cond: Vec<Term> = c.cond.iter().map(sub).collect();
-            cond.extend(self.path.iter().cloned());
-            self.defined.chunks.push(Chunk {
-                root: b.root.clone(),
-                idx: Self::root_cell(b, &idx),
-                cond,
-                bound: c
-                    .bound
-                    .iter()
-                    .map(|(v, lo, hi)| (v.clone(), sub(lo), sub(hi)))
-                    .collect(),
-            });
-        }
+        // Chunks naming an unknown of the callee are left out: the same variable at two calls
+        // would make their writes look related.
+        let (chunks, _) = self.chunks_at_call(&summary.defined.chunks, param, b, sub);
+        self.defined.chunks.extend(chunks);
     }
 
     /// What this proc, walked to its end, leaves written in its buffer parameters.
@@ -328,10 +423,20 @@ impl Walk<'_> {
             .filter(|(_, a)| self.needs_input.contains(&a.sym))
             .map(|(k, _)| k)
             .collect();
+        let reads = Defined {
+            chunks: self
+                .reads
+                .chunks
+                .iter()
+                .filter(|c| p.args.iter().any(|a| a.sym == c.root))
+                .cloned()
+                .collect(),
+        };
         Summary {
             defined,
             params,
             needs_input,
+            reads,
         }
     }
 }

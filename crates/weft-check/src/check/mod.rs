@@ -161,6 +161,7 @@ impl Checker {
             defined: Defined::default(),
             path: Vec::new(),
             needs_input: HashSet::new(),
+            reads: Defined::default(),
             freed: HashMap::new(),
             body: BodyStart::default(),
             frame: Vec::new(),
@@ -306,8 +307,11 @@ struct Summary {
     defined: Defined,
     /// Per parameter index: its symbol (buffer parameters only).
     params: HashMap<usize, Sym>,
-    /// Parameters whose cells may be read before the proc writes them.
+    /// Parameters any of whose cells may be read before the proc writes them.
     needs_input: HashSet<usize>,
+    /// The cells of the other parameters that may be read before the proc writes them (a
+    /// masked instruction reads only its first `N` lanes), by parameter symbol.
+    reads: Defined,
 }
 
 /// Check a whole module: names are unique, and every proc is well formed and safe.
@@ -431,9 +435,12 @@ struct Walk<'c> {
     defined: Defined,
     /// The branch conditions around the current point.
     path: Vec<Term>,
-    /// Parameters (their symbols) whose cells may be read before this proc writes them
-    /// (computed in [`Mode::Summary`] only).
+    /// Parameters (their symbols) any of whose cells may be read before this proc writes them
+    /// (computed in [`Mode::Summary`] only): those whose reads `reads` cannot describe.
     needs_input: HashSet<Sym>,
+    /// The cells of parameters that may be read before this proc writes them, as chunks
+    /// (computed in [`Mode::Summary`] only; a parameter in `needs_input` may have all read).
+    reads: Defined,
     /// Reads per config field, to name their unknowns apart.
     config_reads: HashMap<String, usize>,
     /// Intermediates not placed in 64 bits inside operands that `share` named by a variable,
@@ -1079,6 +1086,7 @@ impl Walk<'_> {
                     self.assume(Term::lt(v, h.clone()));
                 }
                 let before = self.defined.chunks.len();
+                let reads_before = self.reads.chunks.len();
                 let made_since = self.ck.next_unknown;
                 // An iteration may see what earlier ones wrote to config fields.
                 self.forget_configs_written_in(body);
@@ -1091,7 +1099,7 @@ impl Walk<'_> {
                 self.unbind_to(mark);
                 self.forget_configs_written_in(body);
                 // What the body wrote, it wrote in every iteration.
-                match (l, h) {
+                match (&l, &h) {
                     (Some(l), Some(h)) => {
                         let counter = &mut self.ck.next_unknown;
                         let name = var.name().to_string();
@@ -1099,8 +1107,8 @@ impl Walk<'_> {
                         self.defined.bind_loop(
                             (written, made_since),
                             &sym_var(var),
-                            &l,
-                            &h,
+                            l,
+                            h,
                             &self.shared_defs,
                             &mut fresh,
                         );
@@ -1108,6 +1116,7 @@ impl Walk<'_> {
                     _ => self.defined.chunks.truncate(written),
                 }
                 self.defined.chunks.drain(before..written);
+                self.bind_reads(reads_before, made_since, var, l.as_ref().zip(h.as_ref()));
             }
             StmtKind::Alloc { buf, ty } => {
                 let shape: Vec<Option<Term>> = ty

@@ -1,0 +1,116 @@
+//! What the side-by-side benchmarks share: finding the peers' libraries in the virtual
+//! environment `bench/peers/setup.sh` makes, the FMA peak of this machine measured by a weft
+//! kernel, medians, and command-line options.
+//! Each benchmark uses a part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use weft::jit::{Arg, BufArg, Jit};
+
+/// The value of `--name VALUE` among the command-line arguments.
+pub fn opt(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// The peers' virtual environment: `WEFT_PEERS_VENV`, or `.venv-peers` in the repository.
+pub fn peers_venv(root: &Path) -> PathBuf {
+    root.join(std::env::var("WEFT_PEERS_VENV").unwrap_or_else(|_| ".venv-peers".into()))
+}
+
+/// Every library's thread count, set before any of them starts a pool (OpenBLAS makes its pool
+/// when it is loaded, and an idle pool spins on the other core).
+pub fn set_thread_env(threads: usize) {
+    for var in [
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+    ] {
+        std::env::set_var(var, threads.to_string());
+    }
+    if threads > 1 {
+        // Several thread pools share the cores: each must sleep between its calls rather than
+        // spin (libgomp's, which weft, MKL and oneDNN use, and OpenBLAS's own), or the library
+        // being timed waits for cores that idle pools hold.
+        std::env::set_var("OMP_WAIT_POLICY", "PASSIVE");
+        std::env::set_var("OPENBLAS_THREAD_TIMEOUT", "4");
+    }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The one file in `dir` whose name starts with `prefix` and contains `.so`.
+pub fn find_lib(dir: &Path, prefix: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.contains(".so"))
+        })
+}
+
+pub fn site_packages(venv: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(venv.join("lib"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+}
+
+/// The shared libpython of the virtual environment's Python, as its `sysconfig` names it.
+pub fn python_library(venv: &Path) -> Result<PathBuf, String> {
+    let out = std::process::Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import sysconfig as s; print(s.get_config_var('LIBDIR') + '/' + s.get_config_var('LDLIBRARY'))",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run the peers' Python: {e}"))?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "the peers' Python has no shared libpython ({}), which the `blis` package needs",
+            path.display()
+        ))
+    }
+}
+
+/// GFLOP/s of `fma_peak` (examples/fma_peak.weft): independent chains of 16-lane FMAs.
+pub fn fma_peak(jit: &Jit, root: &Path, threads: usize) -> Result<f64, Box<dyn std::error::Error>> {
+    let program = weft::load(&root.join("examples/fma_peak.weft"))?;
+    let name = if threads > 1 {
+        "fma_peak_par"
+    } else {
+        "fma_peak"
+    };
+    let proc = program.module.proc(name).ok_or("no fma_peak")?.clone();
+    let module = jit.compile(std::slice::from_ref(&proc))?;
+    let kernel = module.kernel(name)?;
+    let n = 2_000_000i64;
+    let mut x = vec![0f32; 2 * 24 * 16];
+    let y = vec![1f32; 16];
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        kernel.call(&mut [
+            Arg::Int(n),
+            Arg::Buf(BufArg::new(&mut x, &[2, 24, 16])),
+            Arg::Buf(BufArg::from_slice(&y, &[16])),
+        ])?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let chains = if threads > 1 { 2.0 } else { 1.0 };
+    Ok(chains * n as f64 * 24.0 * 16.0 * 2.0 / best / 1e9)
+}

@@ -2,7 +2,7 @@
 //! side with oneDNN, in one process.
 //!
 //! weft's kernel is `conv_avx512` of `examples/conv.weft`; its inputs are the Exo paper's layout:
-//! images `[N, H + R - 1, W + R - 1, C]`, weights `[C, R, R, K]`, bias `[K]`, output
+//! images `[N, H + R - 1, W + R - 1, C]`, weights `[R, R, C, K]` (HWIO), bias `[K]`, output
 //! `[N, H, W, K]`. The peer is oneDNN's convolution primitive (the `onednn-cpu-gomp` package that
 //! `bench/peers/setup.sh` installs: libdnnl on GNU OpenMP, the runtime weft's parallel loops use),
 //! called through its C API with the same images and output (NHWC strides) and a ReLU post-op.
@@ -89,7 +89,7 @@ impl Layer {
                 for dx in 0..r {
                     for ch in 0..c {
                         let i = self.inp[((b * ih + y + dy) * iw + x + dx) * c + ch] as f64;
-                        let wv = self.wt[((ch * r + dy) * r + dx) * k + o] as f64;
+                        let wv = self.wt[((dy * r + dx) * c + ch) * k + o] as f64;
                         sum += i * wv;
                     }
                 }
@@ -304,7 +304,7 @@ mod dnnl {
                     stream_create(&mut stream, engine, STREAM_DEFAULT_FLAGS),
                 )?;
                 // Logical dimensions are (N, C, H, W) for images and (K, C, R, R) for weights;
-                // the strides give the NHWC images and the [C, R, R, K] weights.
+                // the strides give the NHWC images and the [R, R, C, K] weights.
                 let mut src_md = std::ptr::null_mut();
                 let (sd, ss) = (dims(&[n, c, ih, iw]), dims(&[ih * iw * c, 1, iw * c, c]));
                 ok(
@@ -318,7 +318,7 @@ mod dnnl {
                     md_strides(&mut dst_md, 4, dd.as_ptr(), f32_, ds.as_ptr()),
                 )?;
                 let mut user_wt_md = std::ptr::null_mut();
-                let (wd, ws) = (dims(&[k, c, r, r]), dims(&[1, r * r * k, r * k, k]));
+                let (wd, ws) = (dims(&[k, c, r, r]), dims(&[1, k, r * c * k, c * k]));
                 ok(
                     "weights desc",
                     md_strides(&mut user_wt_md, 4, wd.as_ptr(), f32_, ws.as_ptr()),
@@ -539,7 +539,7 @@ fn weft_call(kernel: &Kernel, layer: &Layer, out: &mut [f32], times: usize) -> R
         Arg::Int(k as i64),
         Arg::Int(r as i64),
         Arg::Buf(BufArg::from_slice(&layer.inp, &[n, ih, iw, c])),
-        Arg::Buf(BufArg::from_slice(&layer.wt, &[c, r, r, k])),
+        Arg::Buf(BufArg::from_slice(&layer.wt, &[r, r, c, k])),
         Arg::Buf(BufArg::from_slice(&layer.bias, &[k])),
         Arg::Buf(BufArg::new(out, &[n, h, w, k])),
     ];

@@ -636,3 +636,161 @@ fn expression_steps_compose() {
     }
     let _ = (var_of, DType::F32);
 }
+
+// ----- probes: aliasing through windows, contexts, odd inputs -----
+
+/// Another name of the same cell (a window of the buffer) is not "the cell written alike": the
+/// analysis resolves both to the buffer and refuses.
+#[test]
+fn probes_a_window_of_the_written_buffer_is_seen() {
+    let src = "proc p(n: size, B: f32[n + 4] @ DRAM, x: f32[n] @ DRAM) {
+    let w = B[1:n + 4];
+    w[0] = 1.0;
+    w[0] = B[1] + 1.0;
+    w[1] = B[0] + B[2];
+    w[2] = 0.0;
+    for k in 0..n {
+        w[2] += B[3] * x[k];
+    }
+    w[3] = B[4] + x[0];
+}";
+    let e = refused(
+        src,
+        "    merge_writes(\"w =\");",
+        "merge_writes",
+        "reads the cell",
+    );
+    assert!(e.stmts.iter().any(|(_, w)| w == "reads B"), "{e}");
+    refused(
+        src,
+        "    split_write(\"w = #2\");",
+        "split_write",
+        "reads the cell",
+    );
+    refused(
+        src,
+        "    lift_reduce_constant(\"w = #3\");",
+        "lift_reduce_constant",
+        "the factor 'B[3]' reads the cell",
+    );
+    // Folding needs the same name: conservative.
+    refused(
+        src,
+        "    fold_into_reduce(\"w = #4\");",
+        "fold_into_reduce",
+        "neither operand",
+    );
+    // Where the other name is of another cell, the steps are accepted and exact.
+    let s = accepted(
+        &src.replace("B[1] + 1.0", "B[2] + 1.0")
+            .replace("B[0] + B[2]", "B[0] + B[3]"),
+        "    merge_writes(\"w =\");\n    split_write(\"w = #1\");",
+    );
+    shows(
+        &s,
+        &["w[0] = B[2] + 1.0;", "w[1] = B[0];\n    w[1] += B[3];"],
+    );
+    same_for(&s, &[1, 3]);
+}
+
+/// `rewrite_expr` uses the preconditions and the enclosing `if`; a value proved equal in
+/// mathematical integers but that overflows the 64-bit control arithmetic is refused by the
+/// scheduler's control check.
+#[test]
+fn probes_rewrite_expr_context_and_overflow() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    assert n % 4 == 0;
+    for i in 0..n / 4 * 4 {
+        if i >= 2 {
+            x[max(i - 2, 0)] = 1.0;
+        }
+    }
+}";
+    let s = accepted(
+        src,
+        "    rewrite_expr(i, n / 4 * 4, n);\n    rewrite_expr(\"x =\", max(i - 2, 0), i - 2);",
+    );
+    shows(&s, &["for i in 0..n {", "x[i - 2] = 1.0;"]);
+    same_for(&s, &[4, 8]);
+    refused(
+        src,
+        "    rewrite_expr(i, n / 4 * 4, n + 4 - 4 * 1 + 0 * n + (n - n) + 4);",
+        "rewrite_expr",
+        "not proved equal",
+    );
+    let e = refused(
+        src,
+        "    rewrite_expr(i, n / 4 * 4, n + 9223372036854775000 - 9223372036854775000);",
+        "rewrite_expr",
+        "control-arithmetic",
+    );
+    assert!(!e.counterexample.is_empty(), "{e}");
+    // Without the precondition, `n / 4 * 4` is not `n`.
+    let e = refused(
+        &src.replace("    assert n % 4 == 0;\n", ""),
+        "    rewrite_expr(i, n / 4 * 4, n);",
+        "rewrite_expr",
+        "not proved equal",
+    );
+    assert_ne!(cex(&e, "n") % 4, 0, "{e}");
+}
+
+/// The remaining case of `merge_writes` (a reduction, then an assignment reading the cell), a
+/// scalar buffer, and the messages for statements of other kinds.
+#[test]
+fn probes_merge_writes_other_forms() {
+    let src = "proc p(n: size, z: i32[n] @ DRAM, u: i64[1] @ DRAM) {
+    for i in 0..n {
+        z[i] += 1;
+        z[i] = z[i] * 2 + z[i];
+    }
+    alloc t: i64 @ DRAM_STACK;
+    t = 3;
+    t += t;
+    u[0] = t;
+    for j in 0..n {
+        z[j] = 0;
+    }
+}";
+    let s = accepted(
+        src,
+        "    merge_writes(\"z +=\");\n    merge_writes(\"t =\");",
+    );
+    shows(&s, &["z[i] = (z[i] + 1) * 2 + (z[i] + 1);", "t = 3 + 3;"]);
+    same_for(&s, &[1, 4]);
+    refused(
+        src,
+        "    merge_writes(\"u =\");",
+        "merge_writes",
+        "the next statement is not an assignment or a reduction",
+    );
+}
+
+/// Float reassociation is refused in an instruction's body, whose C template computes the body
+/// as written; exact rewrites are not.
+#[test]
+fn probes_float_reassociation_is_refused_in_an_instruction() {
+    let src = "instr acc(dst: [f32][8] @ DRAM, src: [f32][8] @ DRAM) \"{dst_data};\" {
+    for i in 0..8 {
+        dst[i] += src[i] + 1.0;
+        dst[i] = src[i] + (dst[i] + 2.0);
+    }
+}";
+    let mut s = sched(src);
+    let red = s.find("dst +=").unwrap();
+    rejected(s.split_write(&red), "split_write", "is an instruction");
+    let w = s.find("dst =").unwrap();
+    let (src_sym, dst_sym) = (s.proc().args[1].sym.clone(), s.proc().args[0].sym.clone());
+    let i = var_of(&s, "for i");
+    let rd = |b| Expr::read(b, DType::F32, vec![i.clone()]);
+    let inner = Expr::binary(BinOp::Add, rd(&dst_sym), common::f32_lit(2.0));
+    let e = Expr::binary(BinOp::Add, rd(&src_sym), inner.clone());
+    rejected(
+        s.left_reassociate_expr(&w, &e),
+        "left_reassociate_expr",
+        "is an instruction",
+    );
+    // Commuting is exact.
+    s.commute_expr(&w, &inner).unwrap();
+    shows(&s, &["dst[i] = src[i] + (2.0 + dst[i]);"]);
+}

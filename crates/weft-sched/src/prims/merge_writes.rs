@@ -54,7 +54,13 @@ pub fn merge_writes(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Re
             SchedError::new(PRIM, "no statement follows in the block").at(s1.span, describe(s1))
         );
     };
-    let (x2, j, vb, red2) = access_parts(PRIM, s2)?;
+    let (x2, j, vb, red2) = access_parts(PRIM, s2).map_err(|_| {
+        SchedError::new(
+            PRIM,
+            "the next statement is not an assignment or a reduction",
+        )
+        .at(s2.span, describe(s2))
+    })?;
     if x2 != x {
         return Err(SchedError::new(
             PRIM,

@@ -9,7 +9,10 @@
 //! extract, inline, replace and swap calls (see [`NEW_PRIMITIVES`]): a step is sometimes followed
 //! by the step that undoes it or builds on it (`extract_proc` then `inline_call` then `replace`,
 //! `bind_expr` twice then `reuse_buffer`), which random choices alone seldom reach. `call_eqv`
-//! swaps a call for a version of the callee scheduled by random steps of its own.
+//! swaps a call for a version of the callee scheduled by random steps of its own. The expression
+//! primitives ([`EXPR_PRIMITIVES`]) run on the random procs too, and on template procs of sums
+//! and repeated writes (`expression_schedules_preserve_results`), which have the shapes they
+//! rewrite.
 //! `partial_eval` changes the signature: the original then runs with the fixed sizes, and the
 //! scheduled proc with the original's other arguments. Sizes at which a proc would run too long
 //! in the interpreter are scaled down (the original) or left out (a scheduled proc).

@@ -853,3 +853,47 @@ fn probes_error_values_propagate_alike() {
         );
     }
 }
+
+/// Merging `y = y * y` again and again doubles the value's tree each time (each read of the
+/// cell becomes a copy of the previous value): the merges are exact until the tree would pass
+/// the IR's size limit, where `merge_writes` refuses (rule `depth`) instead of building a
+/// statement every later pass would walk for ever. A `rewrite_expr` value deeper than the depth
+/// limit is refused the same way.
+#[test]
+fn probes_expressions_grown_past_the_ir_limits_are_refused() {
+    let mut src = String::from(
+        "proc p(n: size, x: i32[n] @ DRAM, y: i32[n] @ DRAM) {\n    for i in 0..n {\n        y[i] = x[i];\n",
+    );
+    for _ in 0..16 {
+        src.push_str("        y[i] = y[i] * y[i] + 1;\n");
+    }
+    src.push_str("    }\n}");
+    let mut s = sched(&src);
+    let mut merged = 0;
+    let err = loop {
+        match s.merge_writes(&s.find("y =").unwrap()) {
+            Ok(_) => merged += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.primitive, "merge_writes", "{err}");
+    assert!(err.message.contains("nodes (rule `depth`)"), "{err}");
+    assert!(
+        (10..16).contains(&merged),
+        "{merged} merges before the refusal"
+    );
+    same_for(&s, &[1, 3]);
+
+    let mut s = sched(PROD);
+    let i = var_of(&s, "for i");
+    let mut deep = i.clone();
+    for _ in 0..600 {
+        deep = Expr::binary(BinOp::Add, deep, Expr::int(0));
+    }
+    let w = s.find("z =").unwrap();
+    rejected(
+        s.rewrite_expr(&w, &i, &deep),
+        "rewrite_expr",
+        "levels deep, more than the limit",
+    );
+}

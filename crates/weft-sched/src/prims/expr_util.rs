@@ -316,3 +316,49 @@ pub(crate) fn require_not_instr_for_float(
     }
     Ok(())
 }
+
+/// The most nodes an expression a step builds may have, counted as a tree (a shared
+/// sub-expression once per use): every pass walks expressions as trees, and a substitution
+/// repeated by a schedule (`merge_writes` of `x = x * x` again and again) doubles the tree each
+/// time while the shared representation stays small.
+pub(crate) const MAX_TREE_NODES: u64 = 10_000;
+
+/// Nodes of `e` counted as a tree, saturating at `cap`; linear in the shared representation.
+fn tree_nodes(e: &Expr, cap: u64, memo: &mut std::collections::HashMap<usize, u64>) -> u64 {
+    let key = (&**e) as *const weft_ir::expr::ExprNode as usize;
+    if let Some(&n) = memo.get(&key) {
+        return n;
+    }
+    let mut n: u64 = 1;
+    weft_ir::visit::for_each_child(&e.kind, |c| {
+        n = n.saturating_add(tree_nodes(c, cap, memo)).min(cap);
+    });
+    memo.insert(key, n);
+    n
+}
+
+/// Refuse a new statement whose own expressions are higher than the IR's depth limit
+/// ([`weft_ir::limits::MAX_EXPR_DEPTH`], which every pass relies on for its stack) or larger, as
+/// trees, than [`MAX_TREE_NODES`].
+pub(crate) fn require_small(prim: &'static str, s: &Stmt) -> Result<(), SchedError> {
+    let mut memo = std::collections::HashMap::new();
+    for e in weft_ir::visit::stmt_exprs(s) {
+        let why = if e.height() > weft_ir::limits::MAX_EXPR_DEPTH {
+            format!(
+                "nests {} levels deep, more than the limit of {}",
+                e.height(),
+                weft_ir::limits::MAX_EXPR_DEPTH
+            )
+        } else if tree_nodes(e, MAX_TREE_NODES + 1, &mut memo) > MAX_TREE_NODES {
+            format!("has more than {MAX_TREE_NODES} nodes")
+        } else {
+            continue;
+        };
+        return Err(SchedError::new(
+            prim,
+            format!("the rewritten statement's expression {why} (rule `depth`)"),
+        )
+        .at(s.span, describe(s)));
+    }
+    Ok(())
+}

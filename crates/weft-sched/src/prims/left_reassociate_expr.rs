@@ -28,7 +28,7 @@
 //! Expressions have no effects and every operand is still evaluated exactly once, so, the
 //! float rounding aside, the rewrite is an exact equivalence (error values propagate alike).
 
-use super::expr_util::{require_not_instr_for_float, rewrite_occurrences};
+use super::expr_util::{require_not_instr_for_float, require_small, rewrite_occurrences};
 use super::{describe, stmt_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
@@ -94,6 +94,8 @@ pub fn left_reassociate_expr(
             occ.span,
         ))
     })?;
+    // `(a ∘ b) ∘ c` may be one level higher than `a ∘ (b ∘ c)`.
+    require_small(PRIM, &new)?;
     Ok(Rewrite {
         proc: path::replace_stmt(p, at, vec![new]),
         forward: Forward::identity(),

@@ -34,7 +34,7 @@
 
 use super::expr_util::{
     has_data_index, require_no_read_of, require_not_instr_for_float, require_same_cell,
-    stmt_effects, written_cell,
+    require_small, stmt_effects, written_cell,
 };
 use super::{describe, keep_parallel, loop_at, require, stmt_at, term_at, Rewrite};
 use crate::effects::{mentions, Analysis};
@@ -230,6 +230,7 @@ pub fn lift_reduce_constant(
         },
         red.span,
     );
+    require_small(PRIM, &scale)?;
     Ok(Rewrite {
         proc: path::replace_range(p, at, 2, vec![s.clone(), new_loop, scale]),
         forward: Forward::replaced_range(at, 2, 3, |rel| Some(rel.to_vec())),

@@ -22,6 +22,10 @@
 //!   (through another window of the buffer included), so each reads in the merged statement what
 //!   it read after the first statement.
 //!
+//! - the merged value stays within the IR's limits (height, and nodes counted as a tree: each
+//!   replaced read is a copy of `v`, so repeated merges of `x = x * x` double the tree; rule
+//!   `depth`).
+//!
 //! Why that suffices: between the two statements only the cell changed, and it holds `v`; so
 //! `b[x[i] ↦ v]` evaluated before any write has the value `b` had. The merged statement's value
 //! is then what the second stored: `b` for an assignment; for a reduction `v + b`, which is
@@ -34,7 +38,7 @@
 
 use super::expr_util::{
     access_parts, access_stmt, has_data_index, map_expr, require_no_read_of,
-    require_not_instr_for_float, require_same_cell, stmt_effects, written_cell,
+    require_not_instr_for_float, require_same_cell, require_small, stmt_effects, written_cell,
 };
 use super::{describe, stmt_at, Rewrite};
 use crate::effects::Analysis;
@@ -192,6 +196,8 @@ pub fn merge_writes(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Re
             )
         }
     };
+    // Each read of the cell in `b` becomes a copy of `v`: repeated merges grow the tree.
+    require_small(PRIM, &merged)?;
     Ok(Rewrite {
         proc: path::replace_range(p, at, 2, vec![merged]),
         forward: Forward::replaced_range(at, 2, 1, |_| Some(vec![Step { block: 0, index: 0 }])),

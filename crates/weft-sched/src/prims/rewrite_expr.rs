@@ -23,12 +23,13 @@
 //!   value (each read its own), so it equals only what it is written alike with — it is left
 //!   where it is by structural matching, never proved equal to anything else.
 //!
-//! On refusal the solver's counterexample is reported. Control expressions have no effects, so
+//! The new statement's expressions must stay within the IR's size limits (rule `depth`). On
+//! refusal the solver's counterexample is reported. Control expressions have no effects, so
 //! replacing one by a value-equal one wherever it is evaluated is an exact equivalence; the new
 //! version's control arithmetic (no overflow in `e'`) is checked by the scheduler as for every
 //! step.
 
-use super::expr_util::rewrite_occurrences;
+use super::expr_util::{require_small, rewrite_occurrences};
 use super::{describe, stmt_at, term_at, Rewrite};
 use crate::effects::Analysis;
 use crate::error::SchedError;
@@ -47,6 +48,17 @@ pub fn rewrite_expr(
     new: &Expr,
 ) -> Result<Rewrite, SchedError> {
     let s = stmt_at(PRIM, p, at)?;
+    if new.height() > weft_ir::limits::MAX_EXPR_DEPTH {
+        return Err(SchedError::new(
+            PRIM,
+            format!(
+                "the new expression nests {} levels deep, more than the limit of {} (rule `depth`)",
+                new.height(),
+                weft_ir::limits::MAX_EXPR_DEPTH
+            ),
+        )
+        .at(s.span, describe(s)));
+    }
     for x in [e, new] {
         if !matches!(x.ty, Ty::Int | Ty::Bool) {
             return Err(SchedError::new(
@@ -68,12 +80,14 @@ pub fn rewrite_expr(
         )
         .at(s.span, describe(s)));
     }
+    // Find the occurrences first, so that a pattern that is not there is reported as such (and
+    // a value too large for the IR before the solver walks it).
+    let out = rewrite_occurrences(PRIM, s, e, &mut |occ| Ok(new.with_span(occ.span)))?;
+    require_small(PRIM, &out)?;
     let scope = a.scope_at(p, at);
     let te = term_at(a, PRIM, &scope, e)?;
     let tn = term_at(a, PRIM, &scope, &new)?;
     let goal = Term::eq(te, tn);
-    // Find the occurrences first, so that a pattern that is not there is reported as such.
-    let out = rewrite_occurrences(PRIM, s, e, &mut |occ| Ok(new.with_span(occ.span)))?;
     a.prove(&scope.facts, &goal).map_err(|cex| {
         SchedError::new(
             PRIM,

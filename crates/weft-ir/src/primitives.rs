@@ -24,6 +24,9 @@ pub enum ParamKind {
     Cond,
     /// A data expression (buffer reads, literals, operators) in the scope of the statement.
     DataExpr,
+    /// An expression of either kind (data or control) in the scope of the statement: one to find
+    /// among the statement's own expressions, or to put in its place.
+    Expr,
     /// A value for a config field: a control expression for a control field; for a data field a
     /// literal or, where the primitive allows it, a data expression.
     Value,
@@ -60,6 +63,7 @@ impl ParamKind {
             ParamKind::IntExpr => "a control expression".into(),
             ParamKind::Cond => "a condition".into(),
             ParamKind::DataExpr => "a data expression".into(),
+            ParamKind::Expr => "an expression".into(),
             ParamKind::Value => "a value".into(),
             ParamKind::Region => "a region `A[lo:hi, ...]`".into(),
             ParamKind::Window => "a window `A[i, lo:hi, ...]`".into(),
@@ -361,6 +365,58 @@ pub const PRIMITIVES: &[Primitive] = &[
         &[req("assign", ParamKind::Stmt, "the assignment to a scalar (`\"t =\"`)")],
         "Replaces the later reads of the assigned cell (same indices) by the assigned value, and removes the assignment (the inverse of `bind_expr`).",
         "the assignment is to an allocated buffer, the value does not read that cell, and nothing it reads is written before the reads it replaces.",
+    ),
+    prim(
+        "commute_expr",
+        &[
+            STMT,
+            req("expr", ParamKind::Expr, "the operation `a ∘ b` to swap, as written in the statement"),
+        ],
+        "Swaps the operands of every occurrence of a commutative operation among the statement's own expressions: `a + b` becomes `b + a` (also `*`, `min`, `max`, `and`, `or`, `==`, `!=`).",
+        "the operator commutes in its type: always for `+`, `*`, `==`, `!=`, `and`, `or` (IEEE `+` and `*` commute exactly); `min` and `max` on integers only (on floats they differ for NaN and signed zeros). An exact equivalence.",
+    ),
+    prim(
+        "left_reassociate_expr",
+        &[
+            STMT,
+            req("expr", ParamKind::Expr, "the expression `a ∘ (b ∘ c)`, as written in the statement"),
+        ],
+        "Regroups every occurrence of `a ∘ (b ∘ c)` among the statement's own expressions as `(a ∘ b) ∘ c`, for `+`, `*`, `min`, `max`, `and`, `or`.",
+        "the operator is associative in its type: exact on control values (the new intermediate must not overflow) and data integers (wrapping); on floats only `+` and `*`, which changes the rounding: the documented reassociation choice (DESIGN.md §2, as in Exo), refused in an instruction's body.",
+    ),
+    prim(
+        "rewrite_expr",
+        &[
+            STMT,
+            req("expr", ParamKind::Expr, "the control expression to replace, as written in the statement"),
+            req("new", ParamKind::Expr, "the expression to put in its place"),
+        ],
+        "Replaces every occurrence of a control (index, size or condition) expression among the statement's own expressions by another.",
+        "both are control expressions of one type with solver terms, and the solver proves them equal from the facts at the statement (preconditions, enclosing loop bounds and conditions); otherwise its counterexample is reported.",
+    ),
+    prim(
+        "fold_into_reduce",
+        &[req("assign", ParamKind::Stmt, "the assignment `x[i] = x[i] + e`")],
+        "Turns `x[i] = x[i] + e` (or `x[i] = e + x[i]`) into the reduction `x[i] += e`.",
+        "the read is of the same buffer name and of the assigned cell (indices written alike or proved equal), of numbers. An exact equivalence.",
+    ),
+    prim(
+        "merge_writes",
+        &[req("stmt", ParamKind::Stmt, "the first of two writes of one cell")],
+        "Merges an assignment or reduction and the next statement, which writes the same cell, into one: `x = a; x = b` into `x = b[x ↦ a]`, `x = a; x += b` into `x = a + b[x ↦ a]`, `x += a; x += b` into `x += a + b[x ↦ x + a]`.",
+        "the two writes are of one buffer name and provably one cell (no index from data), and no read of the second value, other than of the cell written alike, may touch the cell. Exact, except `+=` twice on floats: a reassociation (the documented choice of DESIGN.md §2, as in Exo).",
+    ),
+    prim(
+        "split_write",
+        &[req("stmt", ParamKind::Stmt, "the assignment or reduction `x = a + b`")],
+        "Splits `x = a + b` into `x = a; x += b`, and `x += a + b` into `x += a; x += b` (the inverse of `merge_writes`).",
+        "no index is computed from data and no read of `b` may touch the written cell (proved). Exact for an assignment; for a reduction of floats a reassociation (the documented choice of DESIGN.md §2, as in Exo).",
+    ),
+    prim(
+        "lift_reduce_constant",
+        &[req("assign", ParamKind::Stmt, "the assignment `x = 0` before the loop")],
+        "Takes a loop-invariant factor out of a sum: `x = 0; for k { x += c * e }` becomes `x = 0; for k { x += e }; x = c * x`.",
+        "the loop's body is one reduction into the assigned cell (proved for every iteration), `c` uses no loop variable and neither `c` nor `e` reads the cell; the loop provably runs, unless `c` reads no buffer and the sum is of integers. Exact on integers; on floats a distribution of `*` over the sum (the documented reassociation choice of DESIGN.md §2, as in Exo).",
     ),
     prim(
         "bind_expr",

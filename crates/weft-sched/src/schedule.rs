@@ -485,6 +485,73 @@ impl Schedule {
         })
     }
 
+    /// See [`prims::commute_expr`]: swap the operands of every occurrence of `e` (a commutative
+    /// binary operation) in the statement. Returns a cursor on the statement.
+    pub fn commute_expr(&mut self, c: &Cursor, e: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("commute_expr({e})");
+        self.apply("commute_expr", c, step, |a, p, at| {
+            prims::commute_expr::commute_expr(a, p, at, e)
+        })
+    }
+
+    /// See [`prims::left_reassociate_expr`]: `a ∘ (b ∘ c)` becomes `(a ∘ b) ∘ c` at every
+    /// occurrence of `e` in the statement (on floats a documented change of rounding). Returns a
+    /// cursor on the statement.
+    pub fn left_reassociate_expr(&mut self, c: &Cursor, e: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("left_reassociate_expr({e})");
+        self.apply("left_reassociate_expr", c, step, |a, p, at| {
+            prims::left_reassociate_expr::left_reassociate_expr(a, p, at, e)
+        })
+    }
+
+    /// See [`prims::rewrite_expr`]: replace the control expression `e` by `new`, proved equal
+    /// where the statement runs. Returns a cursor on the statement.
+    pub fn rewrite_expr(&mut self, c: &Cursor, e: &Expr, new: &Expr) -> Result<Cursor, SchedError> {
+        let step = format!("rewrite_expr({e}, {new})");
+        self.apply("rewrite_expr", c, step, |a, p, at| {
+            prims::rewrite_expr::rewrite_expr(a, p, at, e, new)
+        })
+    }
+
+    /// See [`prims::fold_into_reduce`]: `x = x + e` becomes `x += e`. Returns a cursor on the
+    /// reduction.
+    pub fn fold_into_reduce(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply(
+            "fold_into_reduce",
+            c,
+            "fold_into_reduce".into(),
+            prims::fold_into_reduce::fold_into_reduce,
+        )
+    }
+
+    /// See [`prims::merge_writes`]: the write at `c` and the next one, to the same cell, become
+    /// one statement. Returns a cursor on it.
+    pub fn merge_writes(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("merge_writes", c, "merge_writes".into(), |a, p, at| {
+            prims::merge_writes::merge_writes(a, p, at)
+        })
+    }
+
+    /// See [`prims::split_write`]: `x = a + b` becomes `x = a; x += b` (and `x += a + b`,
+    /// `x += a; x += b`). Returns a cursor on the first statement.
+    pub fn split_write(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("split_write", c, "split_write".into(), |a, p, at| {
+            prims::split_write::split_write(a, p, at)
+        })
+    }
+
+    /// See [`prims::lift_reduce_constant`]: the assignment of zero at `c`, then a loop of
+    /// `x += c * e`, becomes the loop of `x += e` followed by `x = c * x`. Returns a cursor on the
+    /// assignment.
+    pub fn lift_reduce_constant(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply(
+            "lift_reduce_constant",
+            c,
+            "lift_reduce_constant".into(),
+            prims::lift_reduce_constant::lift_reduce_constant,
+        )
+    }
+
     /// See [`prims::lift_alloc`]. Returns a cursor on the lifted allocation.
     pub fn lift_alloc(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("lift_alloc", c, "lift_alloc".into(), |a, p, at| {

@@ -134,7 +134,11 @@ pub fn apply_step_in(
         | "inline_assign"
         | "lift_alloc"
         | "sink_alloc"
-        | "inline_call" => {
+        | "inline_call"
+        | "fold_into_reduce"
+        | "merge_writes"
+        | "split_write"
+        | "lift_reduce_constant" => {
             let c = a.stmt(s, 0)?;
             match prim.name {
                 "reorder_loops" => s.reorder_loops(&c)?,
@@ -150,6 +154,10 @@ pub fn apply_step_in(
                 "inline_assign" => s.inline_assign(&c)?,
                 "lift_alloc" => s.lift_alloc(&c)?,
                 "sink_alloc" => s.sink_alloc(&c)?,
+                "fold_into_reduce" => s.fold_into_reduce(&c)?,
+                "merge_writes" => s.merge_writes(&c)?,
+                "split_write" => s.split_write(&c)?,
+                "lift_reduce_constant" => s.lift_reduce_constant(&c)?,
                 _ => s.inline_call(&c)?,
             };
         }
@@ -178,6 +186,21 @@ pub fn apply_step_in(
                 "add_guard" => s.add_guard(&c, &e)?,
                 _ => s.specialize(&c, &e)?,
             };
+        }
+        "commute_expr" | "left_reassociate_expr" => {
+            let c = a.stmt(s, 0)?;
+            let e = a.expr(s, &c, 1, None)?;
+            if prim.name == "commute_expr" {
+                s.commute_expr(&c, &e)?;
+            } else {
+                s.left_reassociate_expr(&c, &e)?;
+            }
+        }
+        "rewrite_expr" => {
+            let c = a.stmt(s, 0)?;
+            let e = a.expr(s, &c, 1, None)?;
+            let new = a.expr(s, &c, 2, None)?;
+            s.rewrite_expr(&c, &e, &new)?;
         }
         "simplify" => s.simplify()?,
         "bind_expr" => {

@@ -177,6 +177,7 @@ proc f(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
                 ParamKind::IntExpr | ParamKind::Value => "1",
                 ParamKind::Cond => "n > 0",
                 ParamKind::DataExpr => "x[i]",
+                ParamKind::Expr => "x[i] * 2.0",
                 ParamKind::Region => "x[0:n]",
                 ParamKind::Window => "x[0:n]",
                 ParamKind::Memory => "DRAM",

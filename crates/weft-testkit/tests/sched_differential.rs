@@ -9,7 +9,10 @@
 //! extract, inline, replace and swap calls (see [`NEW_PRIMITIVES`]): a step is sometimes followed
 //! by the step that undoes it or builds on it (`extract_proc` then `inline_call` then `replace`,
 //! `bind_expr` twice then `reuse_buffer`), which random choices alone seldom reach. `call_eqv`
-//! swaps a call for a version of the callee scheduled by random steps of its own.
+//! swaps a call for a version of the callee scheduled by random steps of its own. The expression
+//! primitives ([`EXPR_PRIMITIVES`]) run on the random procs too, and on template procs of sums
+//! and repeated writes (`expression_schedules_preserve_results`), which have the shapes they
+//! rewrite.
 //! `partial_eval` changes the signature: the original then runs with the fixed sizes, and the
 //! scheduled proc with the original's other arguments. Sizes at which a proc would run too long
 //! in the interpreter are scaled down (the original) or left out (a scheduled proc).
@@ -152,6 +155,20 @@ const NEW_PRIMITIVES: &[&str] = &[
     "eliminate_dead_code",
 ];
 
+/// The expression-level primitives (`new_step` takes one a quarter of the time; see
+/// [`expr_step`]). Those a random proc seldom has the shape for (`fold_into_reduce`,
+/// `merge_writes`, `lift_reduce_constant`) are reached by the template procs of
+/// `expression_schedules_preserve_results`, where each must be accepted.
+const EXPR_PRIMITIVES: &[&str] = &[
+    "commute_expr",
+    "left_reassociate_expr",
+    "rewrite_expr",
+    "fold_into_reduce",
+    "merge_writes",
+    "split_write",
+    "lift_reduce_constant",
+];
+
 /// A step queued by the previous one, to reach a pattern a random step rarely hits: the inverse
 /// of the step just taken, or `replace` of a block that is the body of a known proc.
 enum Pending {
@@ -170,6 +187,8 @@ enum Pending {
     BindAlike(Cursor, Cursor, weft_ir::DType, String),
     /// `reuse_buffer` of the earlier allocation named here, at the allocation at the cursor.
     Reuse(Cursor, String),
+    /// `merge_writes` of the two statements `split_write` just made (its inverse).
+    MergeBack(Cursor),
 }
 
 /// What a fuzzed schedule keeps besides the `Schedule` itself.
@@ -406,6 +425,203 @@ fn follow_up(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras, p: Pending) -> 
             let at = s.sink_alloc(&c).ok()?;
             Some(format!("sink_alloc at {} (after lift_alloc)", at.path))
         }
+        Pending::MergeBack(c) => {
+            let at = s.merge_writes(&c).ok()?;
+            Some(format!("merge_writes at {} (after split_write)", at.path))
+        }
+    }
+}
+
+/// The sub-expressions of a statement's own expressions (not those of the statements nested in
+/// it), outermost first.
+fn own_subexprs(st: &Stmt) -> Vec<Expr> {
+    let mut out = Vec::new();
+    for e in weft_ir::visit::stmt_exprs(st) {
+        weft_ir::visit::walk_expr(e, &mut |x| out.push(x.clone()));
+    }
+    out
+}
+
+/// One of the [`EXPR_PRIMITIVES`], at a statement and on an expression chosen to suit it (and now
+/// and then on one that must be rejected: a rewrite to a value that is not equal, a merge of
+/// writes of different cells).
+fn expr_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras, prim: &str) -> Option<String> {
+    let p = s.proc().clone();
+    let stmts = find::all_stmts(&p);
+    let choose = |rng: &mut StdRng, v: &[(Path, Expr)]| -> Option<(Path, Expr)> {
+        (!v.is_empty()).then(|| v[rng.gen_range(0..v.len())].clone())
+    };
+    let subexprs = |keep: &dyn Fn(&Expr) -> bool| -> Vec<(Path, Expr)> {
+        stmts
+            .iter()
+            .flat_map(|(path, st)| {
+                own_subexprs(st)
+                    .into_iter()
+                    .filter(|e| keep(e))
+                    .map(move |e| (path.clone(), e))
+            })
+            .collect()
+    };
+    let is_access =
+        |_: &Path, st: &Stmt| matches!(st.kind, StmtKind::Assign { .. } | StmtKind::Reduce { .. });
+    let access_parts = |st: &Stmt| match &st.kind {
+        StmtKind::Assign { buf, rhs, .. } | StmtKind::Reduce { buf, rhs, .. } => {
+            Some((buf.clone(), rhs.clone()))
+        }
+        _ => None,
+    };
+    let next_of = |path: &Path| weft_sched::path::get(&p, &path.sibling(path.last().index + 1));
+    match prim {
+        "commute_expr" => {
+            let (path, e) = choose(rng, &subexprs(&|e| matches!(e.kind, ExprKind::Binary(..))))?;
+            s.commute_expr(&s.cursor(path.clone()), &e).ok()?;
+            Some(format!("commute_expr {e} at {path}"))
+        }
+        "left_reassociate_expr" => {
+            // `a ∘ (b ∘ c)`, or `(a ∘ b) ∘ c` commuted into that form first.
+            let chain = |e: &Expr, right: bool| match &e.kind {
+                ExprKind::Binary(op, a, b) => {
+                    let inner = if right { b } else { a };
+                    matches!(&inner.kind, ExprKind::Binary(o, ..) if o == op)
+                }
+                _ => false,
+            };
+            let right = subexprs(&|e| chain(e, true));
+            let left = subexprs(&|e| chain(e, false));
+            if !right.is_empty() && (left.is_empty() || rng.gen_bool(0.5)) {
+                let (path, e) = choose(rng, &right)?;
+                s.left_reassociate_expr(&s.cursor(path.clone()), &e).ok()?;
+                return Some(format!("left_reassociate_expr {e} at {path}"));
+            }
+            let (path, e) = choose(rng, &left)?;
+            let c = s.commute_expr(&s.cursor(path.clone()), &e).ok()?;
+            let ExprKind::Binary(op, a, b) = &e.kind else {
+                unreachable!()
+            };
+            let swapped = Expr::raw(ExprKind::Binary(*op, b.clone(), a.clone()), e.ty, e.span);
+            match s.left_reassociate_expr(&c, &swapped) {
+                Ok(_) => Some(format!(
+                    "left_reassociate_expr {swapped} at {path} (after commute_expr)"
+                )),
+                Err(_) => Some(format!("commute_expr {e} at {path}")),
+            }
+        }
+        "rewrite_expr" => {
+            let (path, e) = choose(
+                rng,
+                &subexprs(&|e| {
+                    matches!(e.ty, Ty::Int | Ty::Bool)
+                        && !matches!(e.kind, ExprKind::DataIndex { .. })
+                }),
+            )?;
+            // Names in scope at the statement: its enclosing loops' variables and the sizes.
+            let mut names: Vec<Expr> = weft_sched::path::ancestors(&p, &path)
+                .into_iter()
+                .filter_map(|(_, st)| match &st.kind {
+                    StmtKind::For { var, .. } => Some(Expr::var(var, Ty::Int)),
+                    _ => None,
+                })
+                .collect();
+            names.extend(
+                p.args
+                    .iter()
+                    .filter(|a| a.ctrl() == Some(weft_ir::CtrlType::Size))
+                    .map(|a| Expr::var(&a.sym, Ty::Int)),
+            );
+            let add = |a: Expr, b: Expr| Expr::binary(BinOp::Add, a, b);
+            let sub = |a: Expr, b: Expr| Expr::binary(BinOp::Sub, a, b);
+            let new = if e.ty == Ty::Bool {
+                match rng.gen_range(0..3) {
+                    0 => Expr::unary(
+                        weft_ir::UnOp::Not,
+                        Expr::unary(weft_ir::UnOp::Not, e.clone()),
+                    ),
+                    1 => Expr::binary(BinOp::And, e.clone(), Expr::bool(true)),
+                    // Not equal in general: must be rejected unless the context decides it.
+                    _ => Expr::unary(weft_ir::UnOp::Not, e.clone()),
+                }
+            } else {
+                match rng.gen_range(0..5) {
+                    0 => sub(add(e.clone(), Expr::int(1)), Expr::int(1)),
+                    1 if !names.is_empty() => {
+                        let v = names[rng.gen_range(0..names.len())].clone();
+                        add(sub(e.clone(), v.clone()), v)
+                    }
+                    2 => Expr::max(e.clone(), sub(e.clone(), Expr::int(1))),
+                    // Equal only where the context says so (a loop variable at its bound, a size
+                    // of 1), or not at all: the rejections.
+                    3 if !names.is_empty() => names[rng.gen_range(0..names.len())].clone(),
+                    _ => add(e.clone(), Expr::int(1)),
+                }
+            };
+            s.rewrite_expr(&s.cursor(path.clone()), &e, &new).ok()?;
+            Some(format!("rewrite_expr {e} to {new} at {path}"))
+        }
+        "fold_into_reduce" => {
+            // An assignment adding a read of its own buffer, mostly; any assignment else.
+            let folds = |_: &Path, st: &Stmt| match &st.kind {
+                StmtKind::Assign { buf, rhs, .. } => match &rhs.kind {
+                    ExprKind::Binary(BinOp::Add, a, b) => [a, b]
+                        .iter()
+                        .any(|o| matches!(&o.kind, ExprKind::Read { buf: r, .. } if r == buf)),
+                    _ => false,
+                },
+                _ => false,
+            };
+            let (path, _) = match pick(rng, &stmts, folds) {
+                Some(t) if rng.gen_bool(0.9) => t,
+                _ => pick(rng, &stmts, |_, st| {
+                    matches!(st.kind, StmtKind::Assign { .. })
+                })?,
+            };
+            s.fold_into_reduce(&s.cursor(path.clone())).ok()?;
+            Some(format!("fold_into_reduce at {path}"))
+        }
+        "merge_writes" => {
+            // A write followed by a write of the same buffer, mostly.
+            let pairs = |path: &Path, st: &Stmt| {
+                let (Some((b1, _)), Some((b2, _))) =
+                    (access_parts(st), next_of(path).and_then(&access_parts))
+                else {
+                    return false;
+                };
+                b1 == b2
+            };
+            let (path, _) = match pick(rng, &stmts, pairs) {
+                Some(t) if rng.gen_bool(0.9) => t,
+                _ => pick(rng, &stmts, is_access)?,
+            };
+            s.merge_writes(&s.cursor(path.clone())).ok()?;
+            Some(format!("merge_writes at {path}"))
+        }
+        "split_write" => {
+            let sums = |path: &Path, st: &Stmt| {
+                is_access(path, st)
+                    && access_parts(st)
+                        .is_some_and(|(_, r)| matches!(r.kind, ExprKind::Binary(BinOp::Add, ..)))
+            };
+            let (path, _) = pick(rng, &stmts, sums)?;
+            let at = s.split_write(&s.cursor(path.clone())).ok()?;
+            if rng.gen_bool(0.3) {
+                x.pending = Some(Pending::MergeBack(at));
+            }
+            Some(format!("split_write at {path}"))
+        }
+        _ => {
+            // lift_reduce_constant: an assignment followed by a loop, mostly.
+            let before_loop = |path: &Path, st: &Stmt| {
+                matches!(st.kind, StmtKind::Assign { .. })
+                    && matches!(next_of(path).map(|n| &n.kind), Some(StmtKind::For { .. }))
+            };
+            let (path, _) = match pick(rng, &stmts, before_loop) {
+                Some(t) if rng.gen_bool(0.9) => t,
+                _ => pick(rng, &stmts, |_, st| {
+                    matches!(st.kind, StmtKind::Assign { .. })
+                })?,
+            };
+            s.lift_reduce_constant(&s.cursor(path.clone())).ok()?;
+            Some(format!("lift_reduce_constant at {path}"))
+        }
     }
 }
 
@@ -502,6 +718,10 @@ fn new_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras) -> Option<String
     let p = s.proc().clone();
     let stmts = find::all_stmts(&p);
     // Steps that change the signature or schedule other procs stay out of a callee's schedule.
+    if rng.gen_bool(0.25) {
+        let prim = EXPR_PRIMITIVES[rng.gen_range(0..EXPR_PRIMITIVES.len())];
+        return expr_step(rng, s, x, prim);
+    }
     let prim = loop {
         // `extract_proc` and `replace` twice as often: `replace` seldom finds a block it can match.
         let k = rng.gen_range(0..NEW_PRIMITIVES.len() + 2);
@@ -1015,6 +1235,74 @@ fn random_nest(rng: &mut StdRng, case: u64) -> Arc<Proc> {
     m.procs[0].clone()
 }
 
+/// A random proc of the shapes the expression primitives rewrite: a sum `y = 0; for k { y += c * e }`
+/// (a factor `c` that is invariant or not, reading the cell or not), followed by writes that add
+/// to a cell, write one cell twice, or add a read of another cell; over `i32` (exact) or `f64`.
+fn random_sum(rng: &mut StdRng, case: u64) -> Arc<Proc> {
+    let float = rng.gen_bool(0.5);
+    let t = if float { "f64" } else { "i32" };
+    let lit = |v: i32| {
+        if float {
+            format!("{v}.0")
+        } else {
+            v.to_string()
+        }
+    };
+    let pick = |rng: &mut StdRng, v: &[String]| v[rng.gen_range(0..v.len())].clone();
+    let d0 = ["i", "i", "i", "i + 1"][rng.gen_range(0..4)];
+    let d1 = if rng.gen_bool(0.85) { d0 } else { "i + 1" };
+    let c = pick(
+        rng,
+        &[
+            "a[i]".into(),
+            "a[0]".into(),
+            lit(3),
+            "x[i, 0]".into(),
+            "x[0, k]".into(),
+            format!("y[{d0}]"),
+            "y[i + 2]".into(),
+        ],
+    );
+    let e = pick(
+        rng,
+        &[
+            "x[i, k]".into(),
+            "x[i, k] + x[0, k]".into(),
+            format!("a[i] + {}", lit(1)),
+            format!("y[{d0}] * x[i, k]"),
+            "x[i, k] * (x[0, k] + (a[i] + x[i, k]))".into(),
+        ],
+    );
+    let klo = ["0", "0", "1"][rng.gen_range(0..3)];
+    let op = if rng.gen_bool(0.9) { "*" } else { "+" };
+    let mut body = format!(
+        "        y[{d0}] = {};\n        for k in {klo}..m {{\n            y[{d1}] += {c} {op} {e};\n        }}\n",
+        lit(0)
+    );
+    for _ in 0..rng.gen_range(1..=3) {
+        let w = match rng.gen_range(0..6) {
+            0 => "        y[i] = y[i] + a[i] * x[i, 1];\n".to_string(),
+            1 => "        y[i] = a[i] + y[i + 1 - 1];\n".to_string(),
+            2 => "        y[i] = a[i] + x[i, 0];\n        y[i] += y[i] * a[i];\n".to_string(),
+            3 => format!(
+                "        y[i] += a[i];\n        y[i] += {} * y[i];\n",
+                lit(2)
+            ),
+            4 => format!("        y[i] = a[i] + y[i + 1] * {};\n", lit(2)),
+            _ => "        y[i + 1] = y[i] + (a[i] + x[i, 2]);\n".to_string(),
+        };
+        body.push_str(&w);
+    }
+    let src = format!(
+        "proc sum{case}(n: size, m: size, a: {t}[n + 3] @ DRAM, x: {t}[n + 3, m + 3] @ DRAM, y: {t}[n + 3] @ DRAM) {{\n\
+         for i in 0..n {{\n{body}    }}\n}}\n"
+    );
+    let m = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "sum.weft", &src)
+        .unwrap_or_else(|_| panic!("generated sum does not parse:\n{src}"));
+    weft_check::check_module(&m).unwrap_or_else(|_| panic!("generated sum does not check:\n{src}"));
+    m.procs[0].clone()
+}
+
 /// The differences a run found. Each is printed in full (steps, procs, the callees scheduled for
 /// `call_eqv`) as it is found; the run goes on with the next case, so that one run shows every
 /// bug it reaches, and the test fails at the end with one line per difference.
@@ -1101,6 +1389,75 @@ fn loop_nest_schedules_preserve_results() {
     failures.check();
     assert!(native > 0);
     assert!(accepted > cases / 2 && rejected > cases / 2);
+}
+
+/// Random schedules of [`random_sum`] procs: mostly the expression primitives, now and then
+/// another random step, every accepted step compared against the original on the interpreter
+/// (integers exactly, floats up to the reassociation these primitives document), and every 10th
+/// result against compiled C. Each expression primitive must be accepted in a default run.
+#[test]
+fn expression_schedules_preserve_results() {
+    let cases = env_num("WEFT_SCHED_CASES", 250);
+    let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xe4e5);
+    let (mut accepted, mut rejected, mut native) = (0u64, 0u64, 0u64);
+    let mut by_primitive = Counts::new();
+    let mut failures = Failures::default();
+    for case in 0..cases {
+        let orig = random_sum(&mut rng, case);
+        let mut s = Schedule::new(orig.clone());
+        s.recheck = true;
+        let mut x = Extras::new(&format!("sum{case}"), Vec::new());
+        let mut differs = false;
+        'steps: for _ in 0..6 {
+            let step = if x.pending.is_some() || rng.gen_bool(0.15) {
+                random_step(&mut rng, &mut s, &mut x).unwrap_or_else(|e| panic!("{e}"))
+            } else {
+                let prim = EXPR_PRIMITIVES[rng.gen_range(0..EXPR_PRIMITIVES.len())];
+                expr_step(&mut rng, &mut s, &mut x, prim)
+            };
+            let Some(desc) = step else {
+                rejected += 1;
+                continue;
+            };
+            accepted += 1;
+            count(&mut by_primitive, &desc);
+            for (k, (n, m)) in [(3, 4), (1, 1), (2, 5), (4, 2)].into_iter().enumerate() {
+                let sizes: HashMap<String, i64> =
+                    [("n".to_string(), n), ("m".to_string(), m)].into();
+                if let Err(e) = compare(&orig, s.proc(), &sizes, &x.fixed, case * 7 + k as u64) {
+                    let headline =
+                        format!("sum {case}: step '{desc}' changed the result at n={n} m={m}: {e}");
+                    failures.add(headline, &s, &orig, &x);
+                    differs = true;
+                    break 'steps;
+                }
+            }
+        }
+        if case % 10 == 0 && !s.steps().is_empty() && !differs {
+            let sizes: HashMap<String, i64> = [("n".to_string(), 3), ("m".to_string(), 4)].into();
+            if let Err(e) = compiled_matches(&[], s.proc(), &sizes, case) {
+                failures.add(format!("sum {case}: {e}"), &s, &orig, &x);
+            }
+            native += 1;
+        }
+    }
+    eprintln!(
+        "{cases} sums: {accepted} steps accepted, {rejected} rejected, {native} compiled-C comparisons; accepted by primitive: {by_primitive:?}"
+    );
+    failures.check();
+    assert!(accepted > cases && rejected > cases / 2);
+    if cases >= 250 {
+        let starved: Vec<&str> = EXPR_PRIMITIVES
+            .iter()
+            .copied()
+            .filter(|p| !by_primitive.contains_key(*p))
+            .collect();
+        assert!(
+            starved.is_empty(),
+            "no step of these primitives was accepted: {starved:?}"
+        );
+    }
 }
 
 #[test]

@@ -131,13 +131,14 @@ impl<'a> Args<'a> {
             (Some(ParamKind::IntExpr), _) => Want::Ctrl(Ty::Int),
             (Some(ParamKind::Cond), _) => Want::Ctrl(Ty::Bool),
             (Some(ParamKind::DataExpr), _) => Want::Data,
+            (Some(ParamKind::Expr), _) => Want::Any,
             (_, Some(t @ (Ty::Int | Ty::Bool))) => Want::Ctrl(t),
             (_, Some(t)) => Want::Exactly(t),
             _ => Want::Data,
         };
         let e = match want {
             Want::Ctrl(t) | Want::Exactly(t) => e.coerce(t),
-            Want::Data => e,
+            Want::Data | Want::Any => e,
         };
         let text = &self.step.args[k].text;
         match want {
@@ -248,6 +249,8 @@ enum Want {
     Ctrl(Ty),
     Exactly(Ty),
     Data,
+    /// Any expression (one to find in a statement, data or control).
+    Any,
 }
 
 fn describe(t: Ty) -> &'static str {

@@ -201,7 +201,11 @@ impl Parser<'_, '_> {
                     _ => Ok(SchedValue::Name(n)),
                 }
             }
-            ParamKind::IntExpr | ParamKind::Cond | ParamKind::DataExpr | ParamKind::Value => {
+            ParamKind::IntExpr
+            | ParamKind::Cond
+            | ParamKind::DataExpr
+            | ParamKind::Expr
+            | ParamKind::Value => {
                 if let Tok::Str(s) = self.tok().clone() {
                     return Err(self.unquote_hint(&s));
                 }

@@ -1,5 +1,5 @@
 //! A convolution layer (NHWC, R x R window, stride 1, no padding, bias and ReLU, f32) side by
-//! side with oneDNN, in one process.
+//! side with oneDNN and Exo, in one process.
 //!
 //! weft's kernel is `conv_avx512` of `examples/conv.weft`; its inputs are the Exo paper's layout:
 //! images `[N, H + R - 1, W + R - 1, C]`, weights `[R, R, C, K]` (HWIO), bias `[K]`, output
@@ -8,7 +8,9 @@
 //! called through its C API with the same images and output (NHWC strides) and a ReLU post-op.
 //! oneDNN is given its weights in the blocked layout it prefers, reordered from the same array
 //! once before timing, so its time does not include that reorder; weft reads the weights as they
-//! are.
+//! are. Exo's kernel is the Exo paper's layer with the schedule of Exo's own app
+//! (bench/peers/exo/conv.py, compiled by `setup.sh` with exocc and the system C compiler), for
+//! its one shape; it takes the same arrays, its weights transposed to [C, R, R, K] once.
 //!
 //! Shapes: the Exo paper's layer (batch 5, 80 x 100 output, 128 channels in and out, 3 x 3), the
 //! same with 100 channels (not a multiple of the 16-lane vector), and smaller layers of ResNet's
@@ -66,6 +68,23 @@ impl Layer {
                 .collect(),
             bias: (0..k).map(|x| ((x * 3) % 11) as f32 / 8.0 - 0.6).collect(),
         }
+    }
+
+    /// The weights laid out [C, R, R, K], as Exo's kernel takes them.
+    fn weights_crrk(&self) -> Vec<f32> {
+        let (_, _, _, c, k, r) = self.shape;
+        let mut out = vec![0.0; self.wt.len()];
+        for dy in 0..r {
+            for dx in 0..r {
+                for ch in 0..c {
+                    for o in 0..k {
+                        out[((ch * r + dy) * r + dx) * k + o] =
+                            self.wt[((dy * r + dx) * c + ch) * k + o];
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn out_len(&self) -> usize {
@@ -527,6 +546,51 @@ mod dnnl {
     }
 }
 
+/// Exo's convolution (bench/peers/exo/conv.py, built by bench/peers/setup.sh): the Exo paper's
+/// layer scheduled as in Exo's own app, for its one shape.
+struct ExoConv {
+    run: unsafe extern "C" fn(*mut c_void, *const f32, *mut f32, *const f32, *const f32),
+    _lib: Library,
+}
+
+impl ExoConv {
+    const SHAPE: Shape = (5, 80, 100, 128, 128, 3);
+
+    fn load(venv: &Path) -> Result<Option<ExoConv>, String> {
+        let path = venv.join("exo-build/libexo_conv.so");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        // SAFETY: the library is Exo's output for bench/peers/exo/conv.py, whose header declares
+        // `void conv_specialized(void *ctxt, const float *inp, float *output,
+        // const float *weights, const float *bias)`.
+        unsafe {
+            let lib = Library::new(&path).map_err(|e| e.to_string())?;
+            let run = *lib
+                .get(b"conv_specialized")
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(Some(ExoConv { run, _lib: lib }))
+        }
+    }
+
+    fn run(&self, layer: &Layer, wt_crrk: &[f32], out: &mut [f32], times: usize) {
+        assert!(layer.shape == Self::SHAPE && out.len() == layer.out_len());
+        for _ in 0..times {
+            // SAFETY: the arrays have the sizes of the one shape the kernel is built for (checked
+            // above); Exo's kernels ignore the context.
+            unsafe {
+                (self.run)(
+                    std::ptr::null_mut(),
+                    layer.inp.as_ptr(),
+                    out.as_mut_ptr(),
+                    wt_crrk.as_ptr(),
+                    layer.bias.as_ptr(),
+                )
+            }
+        }
+    }
+}
+
 /// `times` calls of the weft kernel on the same arguments (made once, as a caller's loop would).
 fn weft_call(kernel: &Kernel, layer: &Layer, out: &mut [f32], times: usize) -> Result<(), String> {
     let (n, h, w, c, k, r) = layer.shape;
@@ -603,10 +667,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("threads: {threads}; FMA peak (fma_peak): {peak:.1} GFLOP/s");
     println!();
+    let exo = ExoConv::load(&venv)?;
+    if exo.is_none() {
+        println!("(Exo's convolution not built: run bash bench/peers/setup.sh)");
+    }
     println!(
-        "| N x H x W x C x K x R | weft GFLOP/s | oneDNN GFLOP/s | weft / oneDNN | weft / peak |"
+        "| N x H x W x C x K x R | weft GFLOP/s | oneDNN GFLOP/s | Exo GFLOP/s | weft / fastest | weft / peak |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     let mut worst = f64::MAX;
     for &shape in &shapes {
         let layer = Layer::new(shape);
@@ -618,10 +686,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dnnl_args = dnnl.bind(&layer, &mut out_dnnl)?;
         dnnl.run(&dnnl_args, 1)?;
         layer.check("oneDNN", &out_dnnl)?;
+        // Exo's kernel is built for one shape, with its own weight layout.
+        let exo = exo.as_ref().filter(|_| shape == ExoConv::SHAPE);
+        let exo_wt = exo.map(|_| layer.weights_crrk());
+        let mut out_exo = vec![f32::NAN; layer.out_len()];
+        if let (Some(e), Some(wt)) = (exo, &exo_wt) {
+            e.run(&layer, wt, &mut out_exo, 1);
+            layer.check("Exo", &out_exo)?;
+        }
         let flops = layer.flops();
         let batch = ((2e7 / flops) as usize).clamp(1, 1000);
         let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 200);
-        let (mut tw, mut td) = (Vec::new(), Vec::new());
+        let (mut tw, mut td, mut te) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
             let t = Instant::now();
             weft_call(&kernel, &layer, &mut out, batch)?;
@@ -629,17 +705,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             dnnl.run(&dnnl_args, batch)?;
             td.push(t.elapsed().as_secs_f64() / batch as f64);
+            if let (Some(e), Some(wt)) = (exo, &exo_wt) {
+                let t = Instant::now();
+                e.run(&layer, wt, &mut out_exo, batch);
+                te.push(t.elapsed().as_secs_f64() / batch as f64);
+            }
         }
-        let (gw, gd) = (flops / median(&tw) / 1e9, flops / median(&td) / 1e9);
-        worst = worst.min(gw / gd);
+        let gflops = |t: &[f64]| flops / median(t) / 1e9;
+        let (gw, gd) = (gflops(&tw), gflops(&td));
+        let ge = (!te.is_empty()).then(|| gflops(&te));
+        let fastest = gd.max(ge.unwrap_or(0.0));
+        worst = worst.min(gw / fastest);
         let (n, h, w, c, k, r) = shape;
         println!(
-            "| {n} x {h} x {w} x {c} x {k} x {r} | {gw:.1} | {gd:.1} | {:.2} | {:.2} |",
-            gw / gd,
+            "| {n} x {h} x {w} x {c} x {k} x {r} | {gw:.1} | {gd:.1} | {} | {:.2} | {:.2} |",
+            ge.map_or("-".to_string(), |g| format!("{g:.1}")),
+            gw / fastest,
             gw / peak
         );
     }
     println!();
-    println!("lowest weft / oneDNN: {worst:.2}");
+    println!("lowest weft / fastest peer: {worst:.2}");
     Ok(())
 }

@@ -667,6 +667,87 @@ impl Schedule {
     }
 }
 
+/// Buffer layouts and loop shapes (Exo's `rearrange_dim`, `resize_dim`, `unroll_buffer`,
+/// `join_loops`, `mult_loops`, `lift_scope`) and `lift_alloc` over several levels.
+impl Schedule {
+    /// See [`prims::rearrange_dim`]: new dimension `k` of the allocation is old dimension
+    /// `perm[k]`. Returns a cursor on the allocation.
+    pub fn rearrange_dim(&mut self, c: &Cursor, perm: &[usize]) -> Result<Cursor, SchedError> {
+        let list: Vec<String> = perm.iter().map(|d| d.to_string()).collect();
+        let step = format!("rearrange_dim({})", list.join(", "));
+        self.apply("rearrange_dim", c, step, |a, p, at| {
+            prims::rearrange_dim::rearrange_dim(a, p, at, perm)
+        })
+    }
+
+    /// See [`prims::resize_dim`]: dimension `dim` of the allocation gets the extent `size`, and
+    /// every index in it is shifted by `-offset`. Returns a cursor on the allocation.
+    pub fn resize_dim(
+        &mut self,
+        c: &Cursor,
+        dim: usize,
+        size: &Expr,
+        offset: &Expr,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("resize_dim({dim}, {size}, {offset})");
+        self.apply("resize_dim", c, step, |a, p, at| {
+            prims::resize_dim::resize_dim(a, p, at, dim, size, offset)
+        })
+    }
+
+    /// See [`prims::unroll_buffer`]: one buffer per index of dimension `dim`. Returns a cursor on
+    /// the first new allocation.
+    pub fn unroll_buffer(&mut self, c: &Cursor, dim: usize) -> Result<Cursor, SchedError> {
+        let step = format!("unroll_buffer({dim})");
+        self.apply("unroll_buffer", c, step, |a, p, at| {
+            prims::unroll_buffer::unroll_buffer(a, p, at, dim)
+        })
+    }
+
+    /// See [`prims::join_loops`]: the loop and the next one become one loop. Returns a cursor on
+    /// it.
+    pub fn join_loops(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("join_loops", c, "join_loops".into(), |a, p, at| {
+            prims::join_loops::join_loops(a, p, at)
+        })
+    }
+
+    /// See [`prims::mult_loops`]: the loop and the loop of constant extent in it become one loop
+    /// over `name`. Returns a cursor on it.
+    pub fn mult_loops(&mut self, c: &Cursor, name: &str) -> Result<Cursor, SchedError> {
+        let step = format!("mult_loops({name})");
+        self.apply("mult_loops", c, step, |a, p, at| {
+            prims::mult_loops::mult_loops(a, p, at, name)
+        })
+    }
+
+    /// See [`prims::lift_scope`]: the loop or `if` under `c` changes places with the loop or `if`
+    /// around it. Returns a cursor on the lifted statement (now the outer one).
+    pub fn lift_scope(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        let outer = self.at("lift_scope", c)?.parent();
+        let r = self.apply("lift_scope", c, "lift_scope".into(), |a, p, at| {
+            prims::lift_scope::lift_scope(a, p, at)
+        })?;
+        Ok(outer.map(|o| self.cursor(o)).unwrap_or(r))
+    }
+
+    /// [`Schedule::lift_alloc`] `levels` times (each level proved on its own). Returns a cursor on
+    /// the allocation; a level refused leaves the proc as the earlier levels left it, and the
+    /// error says which level.
+    pub fn lift_alloc_levels(&mut self, c: &Cursor, levels: usize) -> Result<Cursor, SchedError> {
+        let mut at = c.clone();
+        for k in 0..levels {
+            at = self.lift_alloc(&at).map_err(|mut e| {
+                if levels > 1 {
+                    e.message = format!("level {} of {levels}: {}", k + 1, e.message);
+                }
+                e
+            })?;
+        }
+        Ok(at)
+    }
+}
+
 /// The primitives whose result is not equivalent to the proc they rewrote.
 const NOT_EQUIVALENCES: &[&str] = &["set_precision"];
 

@@ -582,6 +582,12 @@ pub const PRIMITIVES: &[Primitive] = &[
         "Writes the value to the config field after the statement (equivalent except for the field).",
         "the value is in the field's range.",
     ),
+    prim(
+        "delete_config",
+        &[req("stmt", ParamKind::Stmt, "the config write (`\"Cfg.f =\"`)")],
+        "Deletes a redundant config write: one that stores the value the field already holds (an equivalence), or whose value is never read (equivalent except for the field).",
+        "an earlier write in the block stores the same expression and nothing in between writes the field or what the expression reads; or no later read of the field (before a direct overwrite, at later iterations of enclosing loops included) can see the value.",
+    ),
 ];
 
 /// Tail strategies of pipeline `split` (Halide's names).

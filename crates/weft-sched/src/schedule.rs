@@ -668,7 +668,8 @@ impl Schedule {
 }
 
 /// Buffer layouts and loop shapes (Exo's `rearrange_dim`, `resize_dim`, `unroll_buffer`,
-/// `join_loops`, `mult_loops`, `lift_scope`) and `lift_alloc` over several levels.
+/// `join_loops`, `mult_loops`, `lift_scope`), `delete_config`, and `lift_alloc` over several
+/// levels.
 impl Schedule {
     /// See [`prims::rearrange_dim`]: new dimension `k` of the allocation is old dimension
     /// `perm[k]`. Returns a cursor on the allocation.
@@ -729,6 +730,21 @@ impl Schedule {
             prims::lift_scope::lift_scope(a, p, at)
         })?;
         Ok(outer.map(|o| self.cursor(o)).unwrap_or(r))
+    }
+
+    /// See [`prims::delete_config`]: delete a redundant config write. An exact equivalence when
+    /// the field already holds the value; otherwise (the value is never read) an equivalence
+    /// modulo the field, which the provenance records. Returns a cursor on the position of the
+    /// removed statement.
+    pub fn delete_config(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply_polluting("delete_config", c, "delete_config".into(), |a, p, at| {
+            let (r, cfg, field, rule) = prims::delete_config::delete_config(a, p, at)?;
+            let polluted = match rule {
+                prims::delete_config::Rule::AlreadyHolds => Vec::new(),
+                prims::delete_config::Rule::NeverRead => vec![(cfg, field)],
+            };
+            Ok((r, polluted))
+        })
     }
 
     /// [`Schedule::lift_alloc`] `levels` times (each level proved on its own). Returns a cursor on

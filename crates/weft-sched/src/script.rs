@@ -317,11 +317,12 @@ pub fn apply_step_in(
                 .map_err(|_| a.error(1, "a dimension is 0 or more".into()))?;
             s.unroll_buffer(&c, dim)?;
         }
-        "join_loops" | "lift_scope" => {
+        "join_loops" | "lift_scope" | "delete_config" => {
             let c = a.stmt(s, 0)?;
             match prim.name {
                 "join_loops" => s.join_loops(&c)?,
-                _ => s.lift_scope(&c)?,
+                "lift_scope" => s.lift_scope(&c)?,
+                _ => s.delete_config(&c)?,
             };
         }
         "mult_loops" => {

@@ -857,3 +857,157 @@ fn steps_are_recorded() {
     let m = module_of(TRANSPOSE);
     assert_eq!(m.procs.len(), 1);
 }
+
+// ----- delete_config -----
+
+/// The config fields the provenance of the schedule's result records as polluted.
+fn polluted(s: &Schedule) -> Vec<(String, usize)> {
+    common::polluted(s)
+}
+
+const TWICE: &str = "config C { k: index, s: f32 }
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    C.k = n - 1;
+    C.s = x[0];
+    for i in 0..n {
+        y[i] = x[i];
+    }
+    C.k = n - 1;
+    C.s = x[0];
+    y[C.k] = C.s;
+}";
+
+/// A write of the value the field already holds is deleted as an exact equivalence (nothing
+/// polluted); the final config state is the same, which the interpreter shows.
+#[test]
+fn delete_config_deletes_a_write_of_the_value_the_field_holds() {
+    let mut s = sched(TWICE);
+    s.delete_config(&s.find("C.k = #1").unwrap()).unwrap();
+    assert!(polluted(&s).is_empty(), "{:?}", polluted(&s));
+    shows(&s, &["    }\n    C.s = x[0];\n    y[C.k] = C.s;"]);
+    // `C.s = x[0]` reads `x`, which the loop does not write: the field still holds it.
+    s.delete_config(&s.find("C.s = #1").unwrap()).unwrap();
+    assert!(polluted(&s).is_empty());
+    shows(&s, &["    }\n    y[C.k] = C.s;"]);
+    for n in [1, 3] {
+        common::same_everywhere(
+            &s,
+            &[&[("n", n)]],
+            &common::cfg_states(&[("C", 0)], &[0, 2]),
+            &[("C", 0), ("C", 1)],
+        );
+    }
+}
+
+#[test]
+fn delete_config_refuses_a_write_whose_value_is_read_and_may_differ() {
+    // The loop writes x[0], which the second `C.s = x[0]` reads: the field may hold the old value.
+    let src = "config C { k: index, s: f32 }
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    C.s = x[0];
+    for i in 0..n {
+        x[i] = y[i];
+    }
+    C.s = x[0];
+    y[0] = C.s;
+}";
+    let e = rejected_at(
+        src,
+        "C.s = #1",
+        Schedule::delete_config,
+        "delete_config",
+        "the write is not redundant: C.s is not known to hold the value already (x is written between the two writes, and the value reads it), and C.s is read after the new write",
+    );
+    assert!(e.stmts.iter().any(|(_, w)| w == "reads C.s"), "{e}");
+    // A different value.
+    let src2 = "config C { k: index }
+proc p(n: size, y: f32[n] @ DRAM) {
+    C.k = 0;
+    C.k = n - 1;
+    y[C.k] = 1.0;
+}";
+    rejected_at(
+        src2,
+        "C.k = #1",
+        Schedule::delete_config,
+        "delete_config",
+        "the write before it stores 0, not n - 1",
+    );
+    // A value that reads the field.
+    let src3 = "config C { k: index }
+proc p(n: size, y: f32[n + 2] @ DRAM) {
+    C.k = 0;
+    C.k = C.k + 1;
+    y[C.k] = 1.0;
+}";
+    rejected_at(
+        src3,
+        "C.k = #1",
+        Schedule::delete_config,
+        "delete_config",
+        "the value written reads the field itself",
+    );
+    // Read at a later iteration of the loop around it.
+    let src4 = "config C { k: index }
+proc p(n: size, y: f32[n] @ DRAM) {
+    C.k = 0;
+    for i in 0..n {
+        y[i] = 0.0;
+        if C.k == 1 {
+            y[i] = 1.0;
+        }
+        C.k = 1;
+    }
+}";
+    let e = rejected_at(
+        src4,
+        "C.k = #1",
+        Schedule::delete_config,
+        "delete_config",
+        "is read at a later iteration",
+    );
+    assert!(cex(&e, "n") >= 2, "{e}");
+    rejected_at(
+        src4,
+        "y =",
+        Schedule::delete_config,
+        "delete_config",
+        "expected a config write",
+    );
+}
+
+/// A write whose value nothing reads is deleted modulo the field, which the provenance records;
+/// every buffer ends the same.
+#[test]
+fn delete_config_deletes_a_dead_write_modulo_the_field() {
+    let src = "config C { k: index }
+proc p(n: size, y: f32[n] @ DRAM) {
+    C.k = 2;
+    for i in 0..n {
+        y[i] = 1.0;
+    }
+    C.k = 0;
+    y[C.k] = 2.0;
+}";
+    let mut s = sched(src);
+    s.delete_config(&s.find("C.k =").unwrap()).unwrap();
+    assert_eq!(polluted(&s), vec![("C".to_string(), 0)]);
+    lacks(&s, &["C.k = 2;"]);
+    // Every buffer ends the same, and the other field too.
+    common::same_everywhere(
+        &s,
+        &[&[("n", 1)], &[("n", 3)]],
+        &common::cfg_states(&[("C", 0)], &[0, 1]),
+        &[("C", 0)],
+    );
+    // In text.
+    let (s, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    delete_config(\"C.k =\");\n}}\n"
+    ));
+    r.unwrap();
+    lacks(&s, &["C.k = 2;"]);
+    let (_, r) = common::scheduled(&format!(
+        "{src}\nschedule q = p {{\n    delete_config(\"C.k = #1\");\n}}\n"
+    ));
+    rejected(r, "delete_config", "C.k is read after the new write");
+}

@@ -6,9 +6,7 @@
 
 mod common;
 
-use common::{
-    cex, lacks, module_of, rejected, rejected_at, same_for_n, same_results, sched, shows, text,
-};
+use common::{cex, lacks, rejected, rejected_at, same_for_n, same_results, sched, shows, text};
 use weft_ir::{BinOp, Expr, StmtKind};
 use weft_sched::Schedule;
 
@@ -854,8 +852,17 @@ fn steps_are_recorded() {
     s.rearrange_dim(&s.find("alloc t").unwrap(), &[1, 0, 2])
         .unwrap();
     assert_eq!(s.steps(), &["rearrange_dim(1, 0, 2)".to_string()]);
-    let m = module_of(TRANSPOSE);
-    assert_eq!(m.procs.len(), 1);
+    s.resize_dim(&s.find("alloc t").unwrap(), 2, &int(3), &int(0))
+        .unwrap();
+    s.unroll_buffer(&s.find("alloc t").unwrap(), 2).unwrap();
+    assert_eq!(
+        s.steps()[1..],
+        [
+            "resize_dim(2, 3, 0)".to_string(),
+            "unroll_buffer(2)".to_string()
+        ]
+    );
+    same_results(&s, &[("n", 2), ("m", 3)]);
 }
 
 // ----- delete_config -----
@@ -1010,4 +1017,331 @@ proc p(n: size, y: f32[n] @ DRAM) {
         "{src}\nschedule q = p {{\n    delete_config(\"C.k = #1\");\n}}\n"
     ));
     rejected(r, "delete_config", "C.k is read after the new write");
+}
+
+// ----- trying to break them -----
+
+/// A callee that writes another value when its argument's innermost stride is not 1: any layout
+/// change that reaches it would show in the results.
+const STRIDE_PROBE: &str = "proc h(k: size, a: [f32][k] @ DRAM) {
+    if stride(a, 0) == 1 {
+        for r in 0..k {
+            a[r] = 1.0;
+        }
+    } else {
+        for r in 0..k {
+            a[r] = 2.0;
+        }
+    }
+}
+";
+
+/// The whole buffer passed to a callee, or bound to a window name whose stride is read: every
+/// layout primitive refuses to change a stride the code sees, and accepts what keeps them.
+#[test]
+fn layout_changes_never_reach_a_stride_the_code_sees() {
+    let whole = format!(
+        "{STRIDE_PROBE}proc g(k: size, a: [f32][k, 2] @ DRAM) {{
+    for r in 0..k {{
+        a[r, 0] = 1.0;
+        a[r, 1] = 1.0;
+    }}
+}}
+proc p(n: size, y: f32[n, 2] @ DRAM) {{
+    alloc t: f32[n, 2] @ DRAM;
+    g(n, t);
+    for i in 0..n {{
+        y[i, 0] = t[i, 0];
+        y[i, 1] = t[i, 1];
+    }}
+}}"
+    );
+    rejected_at(
+        &whole,
+        "alloc t",
+        |s, c| s.rearrange_dim(c, &[1, 0]),
+        "rearrange_dim",
+        "a window of the whole buffer of 't'",
+    );
+    rejected_at(
+        &whole,
+        "alloc t",
+        |s, c| s.resize_dim(c, 1, &int(3), &int(0)),
+        "resize_dim",
+        "a window of the whole buffer 't' would change shape",
+    );
+    rejected_at(
+        &whole,
+        "alloc t",
+        |s, c| s.unroll_buffer(c, 1),
+        "unroll_buffer",
+        "a window of the whole buffer 't' spans dimension 1",
+    );
+    // The identity permutation changes nothing, whole-buffer windows included.
+    let mut s = sched(&whole);
+    s.rearrange_dim(&s.find("alloc t").unwrap(), &[0, 1])
+        .unwrap();
+    same_for_n(&s, &[2]);
+
+    // A window name over a column: its stride is the row length.
+    let named = format!(
+        "{STRIDE_PROBE}proc p(n: size, y: f32[4, n] @ DRAM) {{
+    alloc t: f32[4, n] @ DRAM;
+    for i in 0..n {{
+        let w = t[0:4, i];
+        h(4, w);
+    }}
+    for i in 0..n {{
+        for j in 0..4 {{
+            y[j, i] = t[j, i];
+        }}
+    }}
+}}"
+    );
+    rejected_at(
+        &named,
+        "alloc t",
+        |s, c| {
+            let n = common::n_of(s);
+            s.resize_dim(c, 1, &Expr::binary(BinOp::Add, n, int(0)), &int(0))
+        },
+        "resize_dim",
+        "a window of 't' spans dimension 0",
+    );
+    rejected_at(
+        &named,
+        "alloc t",
+        |s, c| s.rearrange_dim(c, &[1, 0]),
+        "rearrange_dim",
+        "a window spanning dimension 0 of 't'",
+    );
+    // Resizing the first dimension keeps the column's stride (the row length): accepted, and
+    // the window is shifted.
+    let mut s = sched(&named);
+    s.resize_dim(&s.find("alloc t").unwrap(), 0, &int(6), &int(-2))
+        .unwrap();
+    shows(&s, &["let w = t[2:6, i];", "y[j, i] = t[j - -2, i];"]);
+    same_for_n(&s, &[1, 3]);
+}
+
+/// Windows with a constant point in the unrolled dimension go to the right buffer.
+#[test]
+fn unroll_buffer_sends_windows_to_the_right_buffer() {
+    let src = format!(
+        "{STRIDE_PROBE}proc p(n: size, y: f32[3, 4] @ DRAM) {{
+    alloc t: f32[3, 4] @ DRAM;
+    h(4, t[0, 0:4]);
+    for j in 0..4 {{
+        t[1, j] = 5.0;
+        t[2, j] = 6.0;
+    }}
+    h(2, t[2, 1:3]);
+    for b in 0..3 {{
+        for j in 0..4 {{
+            y[b, j] = 0.0;
+        }}
+    }}
+    for j in 0..4 {{
+        y[0, j] = t[0, j];
+        y[1, j] = t[1, j];
+        y[2, j] = t[2, j];
+    }}
+}}"
+    );
+    let mut s = sched(&src);
+    s.unroll_buffer(&s.find("alloc t").unwrap(), 0).unwrap();
+    shows(
+        &s,
+        &["h(4, t_0[0:4]);", "h(2, t_2[1:3]);", "y[1, j] = t_1[j];"],
+    );
+    same_for_n(&s, &[1]);
+    // A window whose point is a loop variable cannot name one buffer.
+    let var_point = format!(
+        "{STRIDE_PROBE}proc p(n: size, y: f32[3, 4] @ DRAM) {{
+    alloc t: f32[3, 4] @ DRAM;
+    for b in 0..3 {{
+        h(4, t[b, 0:4]);
+    }}
+    for b in 0..3 {{
+        for j in 0..4 {{
+            y[b, j] = t[b, j];
+        }}
+    }}
+}}"
+    );
+    rejected_at(
+        &var_point,
+        "alloc t",
+        |s, c| s.unroll_buffer(c, 0),
+        "unroll_buffer",
+        "the window indexes dimension 0 of 't' with b, not a constant in 0..3",
+    );
+}
+
+/// Bodies that allocate (different symbols, the same code) join; the duplicated `else` of
+/// `lift_scope` gets fresh symbols, so the result checks (every step is rechecked here).
+#[test]
+fn binders_in_joined_and_duplicated_code() {
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n + 2] @ DRAM) {
+    for i in 0..2 {
+        alloc t: f32 @ DRAM_STACK;
+        t = x[i] * 2.0;
+        y[i] = t;
+    }
+    for k in 2..n + 2 {
+        alloc u: f32 @ DRAM_STACK;
+        u = x[k - 2] * 2.0;
+        y[k] = u;
+    }
+}";
+    // The bodies differ (`x[k - 2]` is not `x[k]`): refused.
+    rejected_at(src, "for i", Schedule::join_loops, "join_loops", "differ");
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n + 2] @ DRAM) {
+    for i in 0..2 {
+        alloc t: f32 @ DRAM_STACK;
+        t = x[i] * 2.0;
+        y[i] = t;
+    }
+    for k in 2..n + 2 {
+        alloc u: f32 @ DRAM_STACK;
+        u = x[k] * 2.0;
+        y[k] = u;
+    }
+}";
+    let mut s = sched(src);
+    s.join_loops(&s.find("for i").unwrap()).unwrap();
+    shows(&s, &["for i in 0..n + 2 {"]);
+    same_for_n(&s, &[1, 4]);
+
+    let src = "proc p(n: size, m: size, x: f32[n] @ DRAM) {
+    for i in 0..n {
+        if i < m {
+            if i % 3 == 0 {
+                x[i] = 1.0;
+            } else {
+                x[i] = 2.0;
+            }
+        } else {
+            alloc t: f32 @ DRAM_STACK;
+            t = x[i] + 1.0;
+            x[i] = t * t;
+        }
+    }
+}";
+    let mut s = sched(src);
+    s.lift_scope(&s.find("if #1").unwrap()).unwrap();
+    // Two allocations, of two symbols.
+    let mut allocs = Vec::new();
+    weft_ir::visit::walk_block(&s.proc().body, &mut |st| {
+        if let StmtKind::Alloc { buf, .. } = &st.kind {
+            allocs.push(buf.clone());
+        }
+    });
+    assert_eq!(allocs.len(), 2, "{}", text(&s));
+    assert_ne!(allocs[0], allocs[1]);
+    for (n, m) in [(1, 1), (7, 3), (7, 9)] {
+        same_results(&s, &[("n", n), ("m", m)]);
+    }
+}
+
+/// Odd arguments are refused with a message, never a panic.
+#[test]
+fn odd_arguments_are_refused() {
+    let src = "proc p(n: size, y: f32[n] @ DRAM) {
+    alloc t: f32 @ DRAM_STACK;
+    t = 1.0;
+    for i in 0..n {
+        for j in 0..0 {
+            y[i] = t;
+        }
+        for j in 9223372036854775807..9223372036854775807 {
+            y[i] = t;
+        }
+    }
+    pass;
+}";
+    let mut s = sched(src);
+    let a = s.find("alloc t").unwrap();
+    rejected(s.rearrange_dim(&a, &[]), "rearrange_dim", "'t' is a scalar");
+    rejected(
+        s.unroll_buffer(&a, 0),
+        "unroll_buffer",
+        "'t' has 0 dimensions, not a dimension 0",
+    );
+    rejected(
+        s.resize_dim(&a, 0, &int(1), &int(0)),
+        "resize_dim",
+        "'t' has 0 dimensions",
+    );
+    rejected(
+        s.mult_loops(&s.find("for i").unwrap(), "k"),
+        "mult_loops",
+        "must be exactly one loop, but it has 2 statements",
+    );
+    rejected(
+        s.lift_scope(&s.find("pass").unwrap()),
+        "lift_scope",
+        "expected a loop or an 'if'",
+    );
+    rejected(
+        s.lift_scope(&s.find("alloc t").unwrap()),
+        "lift_scope",
+        "expected a loop or an 'if'",
+    );
+    rejected(
+        s.delete_config(&s.find("pass").unwrap()),
+        "delete_config",
+        "expected a config write",
+    );
+    rejected(
+        s.join_loops(&s.find("pass").unwrap()),
+        "join_loops",
+        "expected a loop",
+    );
+    let src = "proc p(n: size, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        for j in 0..0 {
+            y[i] = 1.0;
+        }
+    }
+    for i in 0..n {
+        for j in 9223372036854775806..9223372036854775807 {
+            y[i] = 1.0;
+        }
+    }
+}";
+    let mut s = sched(src);
+    rejected(
+        s.mult_loops(&s.find("for i").unwrap(), "k"),
+        "mult_loops",
+        "are not integer constants with a positive extent",
+    );
+    // One iteration: accepted, and `k % 1` is `0` past the constant start.
+    s.mult_loops(&s.find("for i #1").unwrap(), "k").unwrap();
+    shows(&s, &["for k in 0..n {\n        y[k / 1] = 1.0;"]);
+    same_for_n(&s, &[1, 3]);
+    assert_eq!(s.steps().len(), 1);
+    assert_eq!(s.proc().body.len(), 2);
+}
+
+/// `mult_loops` evaluates the outer start in the body: a config field the body writes is refused.
+#[test]
+fn mult_loops_refuses_a_start_the_body_changes() {
+    let src = "config C { k: index }
+proc p(n: size, y: f32[n + 4, 2] @ DRAM) {
+    C.k = 0;
+    for i in C.k..n {
+        for j in 0..2 {
+            y[i, j] = 1.0;
+            C.k = 1;
+        }
+    }
+}";
+    rejected_at(
+        src,
+        "for i",
+        |s, c| s.mult_loops(c, "k"),
+        "mult_loops",
+        "config C is read by the outer loop's start and written by the loop body",
+    );
 }

@@ -394,7 +394,7 @@ pub const PRIMITIVES: &[Primitive] = &[
         "lift_alloc",
         &[
             ALLOC,
-            opt("levels", ParamKind::Int, "how many loops or `if`s to move it out of, one at a time", "1"),
+            opt("levels", ParamKind::Int, "how many loops or `if`s to move it out of, one at a time (all or none)", "1"),
         ],
         "Moves an allocation out of the loop or `if` around it (`levels` times).",
         "its shape is the same in every iteration, and no iteration reads a cell an earlier one wrote; out of an `if`, its shape reads no config field, is positive where the branch is not taken, and its memory has a capacity (a stack or registers).",
@@ -447,7 +447,7 @@ pub const PRIMITIVES: &[Primitive] = &[
         "same shape, type and memory; the old buffer is never read again.",
     ),
     // ----- buffer layouts and loop shapes (Exo's rearrange_dim, resize_dim, unroll_buffer,
-    // join_loops, mult_loops, lift_scope) -----
+    // join_loops, mult_loops, autolift_alloc, autosink_alloc, lift_scope) -----
     Primitive {
         name: "rearrange_dim",
         params: &[
@@ -492,6 +492,21 @@ pub const PRIMITIVES: &[Primitive] = &[
         ],
         "Collapses the loop and the loop of constant extent `c` that is its whole body into one loop over `k`, with `i = lo + k / c` and `j = l + k % c`.",
         "the inner bounds are integer constants with `c >= 1`; the outer start reads no config field the body writes.",
+    ),
+    prim(
+        "autolift_alloc",
+        &[
+            ALLOC,
+            opt("levels", ParamKind::Int, "how many loops or `if`s to move it out of (all or none)", "1"),
+        ],
+        "Moves an allocation out of `levels` loops or `if`s; out of a loop `for i in lo..hi` it first gains a leading dimension of extent `hi - lo` indexed by `i - lo` (`expand_dim`), so each iteration keeps a slice of its own.",
+        "each `expand_dim` and `lift_alloc` on the way is accepted.",
+    ),
+    prim(
+        "autosink_alloc",
+        &[ALLOC],
+        "Moves an allocation into the loops and `if`s after it as far as `sink_alloc` goes (at least once).",
+        "the first `sink_alloc` is accepted.",
     ),
     prim(
         "lift_scope",

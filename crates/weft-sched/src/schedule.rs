@@ -748,17 +748,66 @@ impl Schedule {
     }
 
     /// [`Schedule::lift_alloc`] `levels` times (each level proved on its own). Returns a cursor on
-    /// the allocation; a level refused leaves the proc as the earlier levels left it, and the
-    /// error says which level.
+    /// the allocation. All or nothing: when a level is refused, the levels done are taken back,
+    /// and the error says which level.
     pub fn lift_alloc_levels(&mut self, c: &Cursor, levels: usize) -> Result<Cursor, SchedError> {
+        self.all_or_nothing(c, levels, |s, at| s.lift_alloc(at))
+    }
+
+    /// See [`prims::auto_alloc`]: out of `levels` loops or `if`s, each loop giving the buffer a
+    /// leading dimension with a slice per iteration (`expand_dim` then `lift_alloc`). All or
+    /// nothing. Returns a cursor on the allocation.
+    pub fn autolift_alloc(&mut self, c: &Cursor, levels: usize) -> Result<Cursor, SchedError> {
+        self.all_or_nothing(c, levels, |s, at| {
+            let path = s.at("autolift_alloc", at)?;
+            let parent = path.parent();
+            let expansion = match parent.as_ref().filter(|_| path.last().block == 0) {
+                Some(q) => prims::loop_at("autolift_alloc", s.proc(), q)
+                    .ok()
+                    .map(|l| prims::auto_alloc::per_iteration(&l)),
+                None => None,
+            };
+            let at = match expansion {
+                Some((extent, index)) => s.expand_dim(at, &extent, &index)?,
+                None => at.clone(),
+            };
+            s.lift_alloc(&at)
+        })
+    }
+
+    /// See [`prims::auto_alloc`]: `sink_alloc` as long as it is accepted (at least once). Returns
+    /// a cursor on the allocation where it ends.
+    pub fn autosink_alloc(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        let mut at = self.sink_alloc(c)?;
+        while let Ok(next) = self.sink_alloc(&at) {
+            at = next;
+        }
+        Ok(at)
+    }
+
+    /// A step that runs `level` `levels` times from a cursor, taking every version back when a
+    /// level fails (with "level k of n" in the error when there are several).
+    fn all_or_nothing(
+        &mut self,
+        c: &Cursor,
+        levels: usize,
+        mut level: impl FnMut(&mut Schedule, &Cursor) -> Result<Cursor, SchedError>,
+    ) -> Result<Cursor, SchedError> {
+        let mark = self.versions.len();
         let mut at = c.clone();
         for k in 0..levels {
-            at = self.lift_alloc(&at).map_err(|mut e| {
-                if levels > 1 {
-                    e.message = format!("level {} of {levels}: {}", k + 1, e.message);
+            match level(self, &at) {
+                Ok(next) => at = next,
+                Err(mut e) => {
+                    self.versions.truncate(mark);
+                    self.forwards.truncate(mark - 1);
+                    self.steps.truncate(mark - 1);
+                    if levels > 1 {
+                        e.message = format!("level {} of {levels}: {}", k + 1, e.message);
+                    }
+                    return Err(e);
                 }
-                e
-            })?;
+            }
         }
         Ok(at)
     }

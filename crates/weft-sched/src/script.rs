@@ -329,6 +329,21 @@ pub fn apply_step_in(
             let c = a.stmt(s, 0)?;
             s.mult_loops(&c, a.name(1)?)?;
         }
+        "autolift_alloc" => {
+            let c = a.stmt(s, 0)?;
+            let levels = match a.has(1) {
+                true => usize::try_from(a.int(1)?)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| a.error(1, "a level count is 1 or more".into()))?,
+                false => 1,
+            };
+            s.autolift_alloc(&c, levels)?;
+        }
+        "autosink_alloc" => {
+            let c = a.stmt(s, 0)?;
+            s.autosink_alloc(&c)?;
+        }
         other => {
             // Every primitive of the table is dispatched above (a test walks the table).
             return Err(arg_error(

@@ -839,8 +839,9 @@ fn lift_alloc_lifts_several_levels() {
     let (s, r) = script(src, "    lift_alloc(\"alloc t\", 3);");
     let e = rejected(r, "lift_alloc", "level 3 of 3: ");
     assert!(e.message.contains("is not directly in a loop body"), "{e}");
-    // The two levels that were proved stay applied.
-    assert_eq!(s.steps().len(), 2);
+    // All or nothing: the two levels that were proved are taken back.
+    assert_eq!(s.steps().len(), 0);
+    assert_eq!(s.proc(), s.version(0).unwrap());
     let (_, r) = script(src, "    lift_alloc(\"alloc t\", 0);");
     rejected(r, "schedule", "a level count is 1 or more");
 }
@@ -1343,5 +1344,123 @@ proc p(n: size, y: f32[n + 4, 2] @ DRAM) {
         |s, c| s.mult_loops(c, "k"),
         "mult_loops",
         "config C is read by the outer loop's start and written by the loop body",
+    );
+}
+
+// ----- autolift_alloc and autosink_alloc -----
+
+const PER_ITERATION: &str = "proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
+    for i in 0..n {
+        for j in 1..4 {
+            alloc t: f32[2] @ DRAM;
+            t[0] = x[i, j] * 2.0;
+            t[1] = x[i, j - 1];
+            y[i, j] = t[0] + t[1];
+        }
+    }
+}";
+
+/// Each loop gives the buffer a slice per iteration on the way out, so what `lift_alloc` alone
+/// refuses (every iteration writes the same cells) is accepted; the cursor follows the buffer.
+#[test]
+fn autolift_alloc_expands_by_each_loop_on_the_way_out() {
+    let mut s = sched(PER_ITERATION);
+    let a = s.find("alloc t").unwrap();
+    let c = s.autolift_alloc(&a, 2).unwrap();
+    assert_eq!(s.resolve(&c).unwrap().to_string(), "[0]");
+    shows(
+        &s,
+        &[
+            "alloc t: f32[n, 4 - 1, 2] @ DRAM;\n    for i in 0..n {",
+            "t[i, j - 1, 0] = x[i, j] * 2.0;",
+            "y[i, j] = t[i, j - 1, 0] + t[i, j - 1, 1];",
+        ],
+    );
+    assert_eq!(s.steps().len(), 4);
+    same_for_n(&s, &[1, 3]);
+    // In text, one level.
+    let (s, r) = script(PER_ITERATION, "    autolift_alloc(\"alloc t\");");
+    r.unwrap();
+    shows(
+        &s,
+        &["alloc t: f32[4 - 1, 2] @ DRAM;\n        for j in 1..4 {"],
+    );
+    same_for_n(&s, &[2]);
+}
+
+/// A level refused (the stack cannot hold a slice per iteration of a loop of `n`) takes back the
+/// levels before it.
+#[test]
+fn autolift_alloc_is_all_or_nothing() {
+    let src = "proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
+    for i in 0..n {
+        for j in 0..4 {
+            alloc t: f32 @ DRAM_STACK;
+            t = x[i, j] * 2.0;
+            y[i, j] = t;
+        }
+    }
+}";
+    let mut s = sched(src);
+    let a = s.find("alloc t").unwrap();
+    let e = rejected(
+        s.autolift_alloc(&a, 2),
+        "expand_dim",
+        "level 2 of 2: 't' may not fit memory DRAM_STACK",
+    );
+    assert!(cex(&e, "n") > 1000, "{e}");
+    assert!(s.steps().is_empty());
+    assert_eq!(s.proc(), s.version(0).unwrap());
+    // The first level alone fits.
+    s.autolift_alloc(&a, 1).unwrap();
+    shows(
+        &s,
+        &[
+            "alloc t: f32[4] @ DRAM_STACK;\n        for j in 0..4 {",
+            "t[j] = x[i, j] * 2.0;",
+        ],
+    );
+    same_for_n(&s, &[1, 2]);
+    let (_, r) = script(src, "    autolift_alloc(\"alloc t\", 0);");
+    rejected(r, "schedule", "a level count is 1 or more");
+}
+
+#[test]
+fn autosink_alloc_sinks_as_far_as_it_goes() {
+    let src = "proc p(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM) {
+    alloc t: f32[2] @ DRAM;
+    if n > 2 {
+        for i in 0..n {
+            t[0] = x[i, 0] * 2.0;
+            y[i, 0] = t[0] + 1.0;
+        }
+    }
+}";
+    let mut s = sched(src);
+    let c = s.autosink_alloc(&s.find("alloc t").unwrap()).unwrap();
+    assert_eq!(s.resolve(&c).unwrap().to_string(), "[0/0/0]");
+    assert_eq!(s.steps().len(), 2);
+    shows(
+        &s,
+        &["for i in 0..n {\n            alloc t: f32[2] @ DRAM;"],
+    );
+    same_for_n(&s, &[1, 3]);
+    let (s, r) = script(src, "    autosink_alloc(\"alloc t\");");
+    r.unwrap();
+    assert_eq!(s.steps().len(), 2);
+    // Nothing to sink into.
+    let src = "proc p(n: size, y: f32[n] @ DRAM) {
+    alloc t: f32[2] @ DRAM;
+    t[0] = 1.0;
+    for i in 0..n {
+        y[i] = t[0];
+    }
+}";
+    rejected_at(
+        src,
+        "alloc t",
+        Schedule::autosink_alloc,
+        "sink_alloc",
+        "is not followed by a loop or an 'if'",
     );
 }

@@ -158,6 +158,8 @@ const NEW_PRIMITIVES: &[&str] = &[
     "mult_loops",
     "lift_scope",
     "delete_config",
+    "autolift_alloc",
+    "autosink_alloc",
 ];
 
 /// A step queued by the previous one, to reach a pattern a random step rarely hits: the inverse
@@ -428,6 +430,8 @@ const BUFFER_LOOP_PRIMITIVES: &[&str] = &[
     "mult_loops",
     "lift_scope",
     "delete_config",
+    "autolift_alloc",
+    "autosink_alloc",
 ];
 
 /// The config `delete_config`'s steps write (the random procs declare none): one index field.
@@ -575,6 +579,24 @@ fn buffer_loop_step(
                 s.mult_loops(&c, &name).ok()?;
                 format!("mult_loops at {path} (after split {f} {})", tail.name())
             }
+        }
+        "autolift_alloc" => {
+            let (path, _) = pick(rng, stmts, is_alloc)?;
+            let levels = rng.gen_range(1..=2);
+            s.autolift_alloc(&s.cursor(path.clone()), levels).ok()?;
+            format!("autolift_alloc {levels} at {path}")
+        }
+        "autosink_alloc" => {
+            let followed = |q: &Path, st: &Stmt| {
+                is_alloc(q, st)
+                    && matches!(
+                        weft_sched::path::get(p, &q.sibling(q.last().index + 1)).map(|n| &n.kind),
+                        Some(StmtKind::For { .. } | StmtKind::If { .. })
+                    )
+            };
+            let (path, _) = pick(rng, stmts, followed).or_else(|| pick(rng, stmts, is_alloc))?;
+            s.autosink_alloc(&s.cursor(path.clone())).ok()?;
+            format!("autosink_alloc at {path}")
         }
         "delete_config" => {
             let cfg = fuzz_config();

@@ -54,16 +54,16 @@ pub fn mult_loops(
         )
         .at(outer.stmt.span, what.clone())
     })?;
-    let (l, c) = match (inner.lo.as_int_const(), inner.hi.as_int_const()) {
-        (Some(l), Some(h)) if h.checked_sub(l).is_some_and(|c| c >= 1) => (l, h - l),
-        _ => return Err(SchedError::new(
-            PRIM,
-            format!(
-                "the inner loop's bounds {}..{} are not integer constants with a positive extent",
-                inner.lo, inner.hi
-            ),
-        )
-        .at(inner.stmt.span, describe(inner.stmt))),
+    let extent = match (inner.lo.as_int_const(), inner.hi.as_int_const()) {
+        (Some(l), Some(h)) => h.checked_sub(l).filter(|&c| c >= 1).map(|c| (l, c)),
+        _ => None,
+    };
+    let Some((l, c)) = extent else {
+        let msg = format!(
+            "the inner loop's bounds {}..{} are not integer constants with a positive extent",
+            inner.lo, inner.hi
+        );
+        return Err(SchedError::new(PRIM, msg).at(inner.stmt.span, describe(inner.stmt)));
     };
     super::require_new_names(PRIM, p, at, &[name])?;
     super::require_unwritten_by_body(

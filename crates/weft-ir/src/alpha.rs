@@ -257,6 +257,12 @@ pub fn same_expr(a: &Expr, b: &Expr) -> bool {
     Alpha::default().expr(a, b)
 }
 
+/// Whether two blocks are the same code up to renaming of the symbols they bind (loop variables,
+/// allocations, window names; spans ignored). Free symbols must be the same.
+pub fn same_block(a: &Block, b: &Block) -> bool {
+    Alpha::default().block(a, b)
+}
+
 /// Whether two procs have the same signature: argument kinds and types, then preconditions, equal
 /// up to renaming of the arguments (names, bodies, instruction templates and spans ignored). A
 /// call to one is then a well-formed call to the other.

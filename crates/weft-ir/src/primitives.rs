@@ -448,8 +448,11 @@ pub const PRIMITIVES: &[Primitive] = &[
     ),
     prim(
         "lift_alloc",
-        &[ALLOC],
-        "Moves an allocation out of the loop or `if` around it.",
+        &[
+            ALLOC,
+            opt("levels", ParamKind::Int, "how many loops or `if`s to move it out of, one at a time (all or none)", "1"),
+        ],
+        "Moves an allocation out of the loop or `if` around it (`levels` times).",
         "its shape is the same in every iteration, and no iteration reads a cell an earlier one wrote; out of an `if`, its shape reads no config field, is positive where the branch is not taken, and its memory has a capacity (a stack or registers).",
     ),
     prim(
@@ -498,6 +501,74 @@ pub const PRIMITIVES: &[Primitive] = &[
         ],
         "Makes the new buffer use the storage of a buffer that is no longer used.",
         "same shape, type and memory; the old buffer is never read again.",
+    ),
+    // ----- buffer layouts and loop shapes (Exo's rearrange_dim, resize_dim, unroll_buffer,
+    // join_loops, mult_loops, autolift_alloc, autosink_alloc, lift_scope) -----
+    Primitive {
+        name: "rearrange_dim",
+        params: &[
+            ALLOC,
+            req("perm", ParamKind::Int, "the old dimension that becomes each new dimension, in order"),
+        ],
+        repeated: true,
+        effect: "Permutes the dimensions of a local buffer: new dimension `k` is old dimension `perm[k]`; every access and window is permuted alike.",
+        condition: "the numbers are a permutation of the dimensions, and every stride code can see (`stride(t, d)`, a window spanning dimension `d`) keeps its value: the dimensions after `d` stay the same set.",
+    },
+    prim(
+        "resize_dim",
+        &[
+            ALLOC,
+            req("dim", ParamKind::Int, "the dimension (from 0)"),
+            req("size", ParamKind::IntExpr, "its new extent"),
+            req("offset", ParamKind::IntExpr, "subtracted from every index in it"),
+        ],
+        "Gives dimension `dim` of a local buffer the extent `size` and shifts every index in it by `-offset`.",
+        "size and offset read no config field and `0 < size`; every index `i` of the dimension is proved to satisfy `0 <= i - offset < size` where it is used (counterexample otherwise); no stride of an earlier dimension is seen.",
+    ),
+    prim(
+        "unroll_buffer",
+        &[
+            ALLOC,
+            req("dim", ParamKind::Int, "the dimension (from 0), of constant extent"),
+        ],
+        "Replaces a local buffer by one buffer per index of a dimension of constant extent `c` (`t_0`, ..., `t_(c-1)`), dropping that dimension.",
+        "every access and window indexes the dimension with a constant; no stride of it or an earlier dimension is seen; the new names are unused.",
+    ),
+    prim(
+        "join_loops",
+        &[req("loop", ParamKind::Stmt, "the first loop")],
+        "Joins the loop with the loop right after it when it runs the same body over the adjacent range (`lo..m` then `m..hi` becomes `lo..hi`).",
+        "the bodies are equal up to the loop variable, the first loop's end is proved equal to the second's start and to lie between the start and the end, and the first body writes no config field the second loop's bounds read.",
+    ),
+    prim(
+        "mult_loops",
+        &[
+            req("loop", ParamKind::Stmt, "the outer loop"),
+            req("name", ParamKind::NewName, "the new loop's name"),
+        ],
+        "Collapses the loop and the loop of constant extent `c` that is its whole body into one loop over `k`, with `i = lo + k / c` and `j = l + k % c`.",
+        "the inner bounds are integer constants with `c >= 1`; the outer start reads no config field the body writes.",
+    ),
+    prim(
+        "autolift_alloc",
+        &[
+            ALLOC,
+            opt("levels", ParamKind::Int, "how many loops or `if`s to move it out of (all or none)", "1"),
+        ],
+        "Moves an allocation out of `levels` loops or `if`s; out of a loop `for i in lo..hi` it first gains a leading dimension of extent `hi - lo` indexed by `i - lo` (`expand_dim`), so each iteration keeps a slice of its own.",
+        "each `expand_dim` and `lift_alloc` on the way is accepted.",
+    ),
+    prim(
+        "autosink_alloc",
+        &[ALLOC],
+        "Moves an allocation into the loops and `if`s after it as far as `sink_alloc` goes (at least once).",
+        "the first `sink_alloc` is accepted.",
+    ),
+    prim(
+        "lift_scope",
+        &[req("stmt", ParamKind::Stmt, "the inner loop or `if`, the whole body of the one around it")],
+        "Exchanges a loop or `if` with the loop or `if` directly around it.",
+        "loop in loop: `reorder_loops`'s; `if` in loop: `lift_if`'s; `if` in `if`: always; loop in `if`: no `else`, the condition reads no config field the body writes, and the loop's bounds are proved not to run backwards where the condition is false.",
     ),
     // ----- procs -----
     prim(
@@ -581,6 +652,12 @@ pub const PRIMITIVES: &[Primitive] = &[
         ],
         "Writes the value to the config field after the statement (equivalent except for the field).",
         "the value is in the field's range.",
+    ),
+    prim(
+        "delete_config",
+        &[req("stmt", ParamKind::Stmt, "the config write (`\"Cfg.f =\"`)")],
+        "Deletes a redundant config write: one that stores the value the field already holds (an equivalence), or whose value is never read (equivalent except for the field).",
+        "an earlier write in the block stores the same expression and nothing in between writes the field or what the expression reads; or no later read of the field (before a direct overwrite, at later iterations of enclosing loops included) can see the value.",
     ),
 ];
 

@@ -734,6 +734,152 @@ impl Schedule {
     }
 }
 
+/// Buffer layouts and loop shapes (Exo's `rearrange_dim`, `resize_dim`, `unroll_buffer`,
+/// `join_loops`, `mult_loops`, `lift_scope`), `delete_config`, and `lift_alloc` over several
+/// levels.
+impl Schedule {
+    /// See [`prims::rearrange_dim`]: new dimension `k` of the allocation is old dimension
+    /// `perm[k]`. Returns a cursor on the allocation.
+    pub fn rearrange_dim(&mut self, c: &Cursor, perm: &[usize]) -> Result<Cursor, SchedError> {
+        let list: Vec<String> = perm.iter().map(|d| d.to_string()).collect();
+        let step = format!("rearrange_dim({})", list.join(", "));
+        self.apply("rearrange_dim", c, step, |a, p, at| {
+            prims::rearrange_dim::rearrange_dim(a, p, at, perm)
+        })
+    }
+
+    /// See [`prims::resize_dim`]: dimension `dim` of the allocation gets the extent `size`, and
+    /// every index in it is shifted by `-offset`. Returns a cursor on the allocation.
+    pub fn resize_dim(
+        &mut self,
+        c: &Cursor,
+        dim: usize,
+        size: &Expr,
+        offset: &Expr,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("resize_dim({dim}, {size}, {offset})");
+        self.apply("resize_dim", c, step, |a, p, at| {
+            prims::resize_dim::resize_dim(a, p, at, dim, size, offset)
+        })
+    }
+
+    /// See [`prims::unroll_buffer`]: one buffer per index of dimension `dim`. Returns a cursor on
+    /// the first new allocation.
+    pub fn unroll_buffer(&mut self, c: &Cursor, dim: usize) -> Result<Cursor, SchedError> {
+        let step = format!("unroll_buffer({dim})");
+        self.apply("unroll_buffer", c, step, |a, p, at| {
+            prims::unroll_buffer::unroll_buffer(a, p, at, dim)
+        })
+    }
+
+    /// See [`prims::join_loops`]: the loop and the next one become one loop. Returns a cursor on
+    /// it.
+    pub fn join_loops(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("join_loops", c, "join_loops".into(), |a, p, at| {
+            prims::join_loops::join_loops(a, p, at)
+        })
+    }
+
+    /// See [`prims::mult_loops`]: the loop and the loop of constant extent in it become one loop
+    /// over `name`. Returns a cursor on it.
+    pub fn mult_loops(&mut self, c: &Cursor, name: &str) -> Result<Cursor, SchedError> {
+        let step = format!("mult_loops({name})");
+        self.apply("mult_loops", c, step, |a, p, at| {
+            prims::mult_loops::mult_loops(a, p, at, name)
+        })
+    }
+
+    /// See [`prims::lift_scope`]: the loop or `if` under `c` changes places with the loop or `if`
+    /// around it. Returns a cursor on the lifted statement (now the outer one).
+    pub fn lift_scope(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        let outer = self.at("lift_scope", c)?.parent();
+        let r = self.apply("lift_scope", c, "lift_scope".into(), |a, p, at| {
+            prims::lift_scope::lift_scope(a, p, at)
+        })?;
+        Ok(outer.map(|o| self.cursor(o)).unwrap_or(r))
+    }
+
+    /// See [`prims::delete_config`]: delete a redundant config write. An exact equivalence when
+    /// the field already holds the value; otherwise (the value is never read) an equivalence
+    /// modulo the field, which the provenance records. Returns a cursor on the position of the
+    /// removed statement.
+    pub fn delete_config(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply_polluting("delete_config", c, "delete_config".into(), |a, p, at| {
+            let (r, cfg, field, rule) = prims::delete_config::delete_config(a, p, at)?;
+            let polluted = match rule {
+                prims::delete_config::Rule::AlreadyHolds => Vec::new(),
+                prims::delete_config::Rule::NeverRead => vec![(cfg, field)],
+            };
+            Ok((r, polluted))
+        })
+    }
+
+    /// [`Schedule::lift_alloc`] `levels` times (each level proved on its own). Returns a cursor on
+    /// the allocation. All or nothing: when a level is refused, the levels done are taken back,
+    /// and the error says which level.
+    pub fn lift_alloc_levels(&mut self, c: &Cursor, levels: usize) -> Result<Cursor, SchedError> {
+        self.all_or_nothing(c, levels, |s, at| s.lift_alloc(at))
+    }
+
+    /// See [`prims::auto_alloc`]: out of `levels` loops or `if`s, each loop giving the buffer a
+    /// leading dimension with a slice per iteration (`expand_dim` then `lift_alloc`). All or
+    /// nothing. Returns a cursor on the allocation.
+    pub fn autolift_alloc(&mut self, c: &Cursor, levels: usize) -> Result<Cursor, SchedError> {
+        self.all_or_nothing(c, levels, |s, at| {
+            let path = s.at("autolift_alloc", at)?;
+            let parent = path.parent();
+            let expansion = match parent.as_ref().filter(|_| path.last().block == 0) {
+                Some(q) => prims::loop_at("autolift_alloc", s.proc(), q)
+                    .ok()
+                    .map(|l| prims::auto_alloc::per_iteration(&l)),
+                None => None,
+            };
+            let at = match expansion {
+                Some((extent, index)) => s.expand_dim(at, &extent, &index)?,
+                None => at.clone(),
+            };
+            s.lift_alloc(&at)
+        })
+    }
+
+    /// See [`prims::auto_alloc`]: `sink_alloc` as long as it is accepted (at least once). Returns
+    /// a cursor on the allocation where it ends.
+    pub fn autosink_alloc(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        let mut at = self.sink_alloc(c)?;
+        while let Ok(next) = self.sink_alloc(&at) {
+            at = next;
+        }
+        Ok(at)
+    }
+
+    /// A step that runs `level` `levels` times from a cursor, taking every version back when a
+    /// level fails (with "level k of n" in the error when there are several).
+    fn all_or_nothing(
+        &mut self,
+        c: &Cursor,
+        levels: usize,
+        mut level: impl FnMut(&mut Schedule, &Cursor) -> Result<Cursor, SchedError>,
+    ) -> Result<Cursor, SchedError> {
+        let mark = self.versions.len();
+        let mut at = c.clone();
+        for k in 0..levels {
+            match level(self, &at) {
+                Ok(next) => at = next,
+                Err(mut e) => {
+                    self.versions.truncate(mark);
+                    self.forwards.truncate(mark - 1);
+                    self.steps.truncate(mark - 1);
+                    if levels > 1 {
+                        e.message = format!("level {} of {levels}: {}", k + 1, e.message);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(at)
+    }
+}
+
 /// The primitives whose result is not equivalent to the proc they rewrote.
 const NOT_EQUIVALENCES: &[&str] = &["set_precision"];
 

@@ -152,7 +152,16 @@ pub fn apply_step_in(
                 "delete_pass" => s.delete_pass(&c)?,
                 "insert_pass" => s.insert_pass(&c)?,
                 "inline_assign" => s.inline_assign(&c)?,
-                "lift_alloc" => s.lift_alloc(&c)?,
+                "lift_alloc" => match a.has(1) {
+                    true => s.lift_alloc_levels(
+                        &c,
+                        usize::try_from(a.int(1)?)
+                            .ok()
+                            .filter(|&n| n >= 1)
+                            .ok_or_else(|| a.error(1, "a level count is 1 or more".into()))?,
+                    )?,
+                    false => s.lift_alloc(&c)?,
+                },
                 "sink_alloc" => s.sink_alloc(&c)?,
                 "fold_into_reduce" => s.fold_into_reduce(&c)?,
                 "merge_writes" => s.merge_writes(&c)?,
@@ -302,6 +311,61 @@ pub fn apply_step_in(
             let (cfg, field, ty) = a.config_field(1)?;
             let e = a.expr(s, &c, 2, Some(ty))?;
             s.write_config(&c, &cfg, field, &e)?;
+        }
+        // Buffer layouts and loop shapes.
+        "rearrange_dim" => {
+            let c = a.stmt(s, 0)?;
+            let mut perm = Vec::new();
+            let mut k = 1;
+            while a.has(k) {
+                perm.push(
+                    usize::try_from(a.int(k)?)
+                        .map_err(|_| a.error(k, "a dimension is 0 or more".into()))?,
+                );
+                k += 1;
+            }
+            s.rearrange_dim(&c, &perm)?;
+        }
+        "resize_dim" => {
+            let c = a.stmt(s, 0)?;
+            let dim = usize::try_from(a.int(1)?)
+                .map_err(|_| a.error(1, "a dimension is 0 or more".into()))?;
+            let size = a.expr(s, &c, 2, None)?;
+            let offset = a.expr(s, &c, 3, None)?;
+            s.resize_dim(&c, dim, &size, &offset)?;
+        }
+        "unroll_buffer" => {
+            let c = a.stmt(s, 0)?;
+            let dim = usize::try_from(a.int(1)?)
+                .map_err(|_| a.error(1, "a dimension is 0 or more".into()))?;
+            s.unroll_buffer(&c, dim)?;
+        }
+        "join_loops" | "lift_scope" | "delete_config" => {
+            let c = a.stmt(s, 0)?;
+            match prim.name {
+                "join_loops" => s.join_loops(&c)?,
+                "lift_scope" => s.lift_scope(&c)?,
+                _ => s.delete_config(&c)?,
+            };
+        }
+        "mult_loops" => {
+            let c = a.stmt(s, 0)?;
+            s.mult_loops(&c, a.name(1)?)?;
+        }
+        "autolift_alloc" => {
+            let c = a.stmt(s, 0)?;
+            let levels = match a.has(1) {
+                true => usize::try_from(a.int(1)?)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| a.error(1, "a level count is 1 or more".into()))?,
+                false => 1,
+            };
+            s.autolift_alloc(&c, levels)?;
+        }
+        "autosink_alloc" => {
+            let c = a.stmt(s, 0)?;
+            s.autosink_alloc(&c)?;
         }
         other => {
             // Every primitive of the table is dispatched above (a test walks the table).

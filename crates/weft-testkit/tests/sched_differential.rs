@@ -138,7 +138,7 @@ fn compare(
 /// The primitives `random_step` reaches besides the loop and statement primitives it started
 /// with; each must be accepted at least once in a default run. (`set_memory` is left out: with
 /// the prelude's memories it changes nothing observable; `write_config` and `bind_config` too:
-/// the random procs use no configs.)
+/// the random procs use no configs; `delete_config` writes a config of its own first.)
 const NEW_PRIMITIVES: &[&str] = &[
     "inline_assign",
     "sink_alloc",
@@ -153,6 +153,16 @@ const NEW_PRIMITIVES: &[&str] = &[
     "call_eqv",
     "add_loop",
     "eliminate_dead_code",
+    // Buffer layouts and loop shapes (see `buffer_loop_step`).
+    "rearrange_dim",
+    "resize_dim",
+    "unroll_buffer",
+    "join_loops",
+    "mult_loops",
+    "lift_scope",
+    "delete_config",
+    "autolift_alloc",
+    "autosink_alloc",
 ];
 
 /// The expression-level primitives (`new_step` takes one a quarter of the time; see
@@ -265,6 +275,8 @@ fn random_step(
     };
     if let Some(name) = special {
         let r = match name {
+            // Now and then two levels at once.
+            "lift_alloc" if rng.gen_bool(0.2) => s.lift_alloc_levels(&c, 2),
             "lift_alloc" => s.lift_alloc(&c).inspect(|at| {
                 if rng.gen_bool(0.3) {
                     x.pending = Some(Pending::SinkAlloc(at.clone()));
@@ -625,6 +637,235 @@ fn expr_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras, prim: &str) -> 
     }
 }
 
+/// The buffer-layout and loop-shape primitives, which [`buffer_loop_step`] drives.
+const BUFFER_LOOP_PRIMITIVES: &[&str] = &[
+    "rearrange_dim",
+    "resize_dim",
+    "unroll_buffer",
+    "join_loops",
+    "mult_loops",
+    "lift_scope",
+    "delete_config",
+    "autolift_alloc",
+    "autosink_alloc",
+];
+
+/// The config `delete_config`'s steps write (the random procs declare none): one index field.
+fn fuzz_config() -> Arc<weft_ir::Config> {
+    Arc::new(weft_ir::Config {
+        name: "FzCfg".into(),
+        fields: vec![weft_ir::ConfigField {
+            name: "k".into(),
+            ty: weft_ir::proc::FieldType::Ctrl(weft_ir::CtrlType::Index),
+        }],
+        span: Default::default(),
+    })
+}
+
+/// One of [`BUFFER_LOOP_PRIMITIVES`], at a statement chosen to suit it; where the random proc
+/// seldom has the shape the primitive needs, a step that makes it comes first (`cut` before
+/// `join_loops`, a guarded `split` before `mult_loops`, `expand_dim` by a constant before
+/// `unroll_buffer`), and the description names both.
+fn buffer_loop_step(
+    rng: &mut StdRng,
+    s: &mut Schedule,
+    prim: &str,
+    p: &Proc,
+    stmts: &[(Path, &Stmt)],
+) -> Option<String> {
+    let is_alloc = |_: &Path, st: &Stmt| matches!(st.kind, StmtKind::Alloc { .. });
+    let is_loop = |_: &Path, st: &Stmt| matches!(st.kind, StmtKind::For { .. });
+    let shape = |st: &Stmt| match &st.kind {
+        StmtKind::Alloc { ty, .. } => ty.shape.clone(),
+        _ => Vec::new(),
+    };
+    Some(match prim {
+        "rearrange_dim" => {
+            let (path, st) = pick(rng, stmts, |q, st| is_alloc(q, st) && !shape(st).is_empty())?;
+            let mut perm: Vec<usize> = (0..shape(st).len()).collect();
+            for k in (1..perm.len()).rev() {
+                perm.swap(k, rng.gen_range(0..=k));
+            }
+            s.rearrange_dim(&s.cursor(path.clone()), &perm).ok()?;
+            format!("rearrange_dim {perm:?} at {path}")
+        }
+        "resize_dim" => {
+            let (path, st) = pick(rng, stmts, |q, st| is_alloc(q, st) && !shape(st).is_empty())?;
+            let sh = shape(st);
+            let d = rng.gen_range(0..sh.len());
+            // Grown by `k` and shifted by `-j <= 0` (accepted where the extent is a constant:
+            // a size plus `k` may exceed the largest size), kept, or shrunk by one (accepted only
+            // where the accesses leave an end unused).
+            let (size, offset) = match rng.gen_range(0..4) {
+                0 | 1 => {
+                    let k = rng.gen_range(0..=2);
+                    let j = rng.gen_range(0..=k);
+                    (
+                        Expr::binary(BinOp::Add, sh[d].clone(), Expr::int(k)),
+                        Expr::int(-j),
+                    )
+                }
+                2 => (sh[d].clone(), Expr::int(0)),
+                _ => (
+                    Expr::binary(BinOp::Sub, sh[d].clone(), Expr::int(1)),
+                    Expr::int(rng.gen_range(0..=1)),
+                ),
+            };
+            s.resize_dim(&s.cursor(path.clone()), d, &size, &offset)
+                .ok()?;
+            format!("resize_dim {d} {size} {offset} at {path}")
+        }
+        "unroll_buffer" => {
+            let constant = |st: &Stmt| {
+                shape(st)
+                    .iter()
+                    .position(|e| e.as_int_const().is_some_and(|c| (1..=4).contains(&c)))
+            };
+            let direct = pick(rng, stmts, |q, st| {
+                is_alloc(q, st) && constant(st).is_some()
+            });
+            match direct {
+                Some((path, st)) if rng.gen_bool(0.5) => {
+                    let d = constant(st)?;
+                    s.unroll_buffer(&s.cursor(path.clone()), d).ok()?;
+                    format!("unroll_buffer {d} at {path}")
+                }
+                _ => {
+                    // A new leading dimension of constant extent, indexed by a constant.
+                    let (path, _) = pick(rng, stmts, is_alloc)?;
+                    let e = rng.gen_range(1..=3);
+                    let c = s
+                        .expand_dim(
+                            &s.cursor(path.clone()),
+                            &Expr::int(e),
+                            &Expr::int(rng.gen_range(0..e)),
+                        )
+                        .ok()?;
+                    s.unroll_buffer(&c, 0).ok()?;
+                    format!("unroll_buffer 0 at {path} (after expand_dim {e})")
+                }
+            }
+        }
+        "join_loops" => {
+            let followed = |q: &Path, st: &Stmt| {
+                is_loop(q, st)
+                    && matches!(
+                        weft_sched::path::get(p, &q.sibling(q.last().index + 1)).map(|n| &n.kind),
+                        Some(StmtKind::For { .. })
+                    )
+            };
+            match pick(rng, stmts, followed) {
+                Some((path, _)) if rng.gen_bool(0.5) => {
+                    s.join_loops(&s.cursor(path.clone())).ok()?;
+                    format!("join_loops at {path}")
+                }
+                _ => {
+                    let (path, st) = pick(rng, stmts, is_loop)?;
+                    let StmtKind::For { lo, hi, .. } = &st.kind else {
+                        unreachable!()
+                    };
+                    let point = match rng.gen_range(0..3) {
+                        0 => lo.clone(),
+                        1 => hi.clone(),
+                        _ => Expr::binary(BinOp::Add, lo.clone(), Expr::int(1)),
+                    };
+                    let c = s.cut(&s.cursor(path.clone()), &point).ok()?;
+                    s.join_loops(&c).ok()?;
+                    format!("join_loops at {path} (after cut at {point})")
+                }
+            }
+        }
+        "mult_loops" => {
+            let name = format!("ml{}", s.steps().len());
+            let (path, st) = pick(rng, stmts, is_loop)?;
+            let nest = matches!(&st.kind, StmtKind::For { body, .. }
+                if body.len() == 1 && matches!(&body[0].kind, StmtKind::For { lo, hi, .. }
+                    if lo.as_int_const().is_some() && hi.as_int_const().is_some()));
+            if nest && rng.gen_bool(0.7) {
+                s.mult_loops(&s.cursor(path.clone()), &name).ok()?;
+                format!("mult_loops at {path}")
+            } else {
+                let f = rng.gen_range(1..=4);
+                let tail = [Tail::Guard, Tail::Perfect][rng.gen_range(0..2)];
+                let (mo, mi) = (
+                    format!("mo{}", s.steps().len()),
+                    format!("mi{}", s.steps().len()),
+                );
+                let c = s.split(&s.cursor(path.clone()), f, &mo, &mi, tail).ok()?;
+                s.mult_loops(&c, &name).ok()?;
+                format!("mult_loops at {path} (after split {f} {})", tail.name())
+            }
+        }
+        "autolift_alloc" => {
+            let (path, _) = pick(rng, stmts, is_alloc)?;
+            let levels = rng.gen_range(1..=2);
+            s.autolift_alloc(&s.cursor(path.clone()), levels).ok()?;
+            format!("autolift_alloc {levels} at {path}")
+        }
+        "autosink_alloc" => {
+            let followed = |q: &Path, st: &Stmt| {
+                is_alloc(q, st)
+                    && matches!(
+                        weft_sched::path::get(p, &q.sibling(q.last().index + 1)).map(|n| &n.kind),
+                        Some(StmtKind::For { .. } | StmtKind::If { .. })
+                    )
+            };
+            let (path, _) = pick(rng, stmts, followed).or_else(|| pick(rng, stmts, is_alloc))?;
+            s.autosink_alloc(&s.cursor(path.clone())).ok()?;
+            format!("autosink_alloc at {path}")
+        }
+        "delete_config" => {
+            let cfg = fuzz_config();
+            match rng.gen_range(0..3) {
+                // A write, then (mostly) the same write again before it: the later one is deleted
+                // because the field already holds its value, or one of them because nothing
+                // reads the field.
+                0 | 1 => {
+                    let (path, _) = pick(rng, stmts, |_, _| true)?;
+                    let v = Expr::int(rng.gen_range(0..3));
+                    let c = s.write_config(&s.cursor(path.clone()), &cfg, 0, &v).ok()?;
+                    if rng.gen_bool(0.7) {
+                        s.write_config(&c, &cfg, 0, &v).ok()?;
+                    }
+                    let w = if rng.gen_bool(0.5) {
+                        s.next(&c)?
+                    } else {
+                        s.next(&s.next(&c)?).unwrap_or(s.next(&c)?)
+                    };
+                    s.delete_config(&w).ok()?;
+                    format!("delete_config at {path} (after write_config {v})")
+                }
+                // A write whose value the statement reads (`bind_config` of an index): deleting
+                // it must be refused.
+                _ => {
+                    let (path, st) = pick(rng, stmts, |_, st| {
+                        matches!(st.kind, StmtKind::Assign { .. } | StmtKind::Reduce { .. })
+                    })?;
+                    let (StmtKind::Assign { idx, .. } | StmtKind::Reduce { idx, .. }) = &st.kind
+                    else {
+                        unreachable!()
+                    };
+                    let e = idx.get(rng.gen_range(0..idx.len().max(1)))?.clone();
+                    let c = s.bind_config(&s.cursor(path.clone()), &e, &cfg, 0).ok()?;
+                    s.delete_config(&s.prev(&c)?).ok()?;
+                    format!("delete_config at {path} (after bind_config {e})")
+                }
+            }
+        }
+        _ => {
+            // lift_scope: a loop or `if` that is the whole body of a loop or `if`.
+            let only_child = |q: &Path, st: &Stmt| {
+                matches!(st.kind, StmtKind::For { .. } | StmtKind::If { .. })
+                    && q.parent().is_some()
+                    && weft_sched::path::block_of(p, q).is_some_and(|b| b.len() == 1)
+            };
+            let (path, _) = pick(rng, stmts, only_child)?;
+            s.lift_scope(&s.cursor(path.clone())).ok()?;
+            format!("lift_scope at {path}")
+        }
+    })
+}
+
 /// A random statement among those `keep` accepts.
 fn pick<'a>(
     rng: &mut StdRng,
@@ -739,6 +980,9 @@ fn new_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras) -> Option<String
         }
     };
     let is_alloc = |_: &Path, st: &Stmt| matches!(st.kind, StmtKind::Alloc { .. });
+    if BUFFER_LOOP_PRIMITIVES.contains(&prim) {
+        return buffer_loop_step(rng, s, prim, &p, &stmts);
+    }
     let desc = match prim {
         "inline_assign" => {
             // An assignment to an allocation (a proc argument's final value is seen by the caller).

@@ -48,6 +48,18 @@ pub mod split_write;
 pub mod stage_mem;
 pub mod unroll;
 pub mod write_config;
+// Buffer layouts and loop shapes (Exo's rearrange_dim, resize_dim, unroll_buffer, join_loops,
+// mult_loops, lift_scope), delete_config, autolift_alloc / autosink_alloc, and what the layout
+// primitives share.
+pub mod auto_alloc;
+pub(crate) mod buf_uses;
+pub mod delete_config;
+pub mod join_loops;
+pub mod lift_scope;
+pub mod mult_loops;
+pub mod rearrange_dim;
+pub mod resize_dim;
+pub mod unroll_buffer;
 
 use crate::effects::{Analysis, Conflict};
 use crate::error::SchedError;

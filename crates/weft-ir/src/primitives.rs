@@ -597,6 +597,12 @@ pub const PRIMITIVES: &[Primitive] = &[
         "the block unifies with the callee's body and the callee's preconditions hold.",
     ),
     prim(
+        "replace_all",
+        &[req("callee", ParamKind::Proc, "the proc or instruction")],
+        "`replace` at every statement, in program order, whose block unifies with the callee's body (instruction selection everywhere at once); each replacement is its own step, and where a call would not check the block is left as it is.",
+        "each replacement is accepted as `replace` accepts it; at least one block is replaced.",
+    ),
+    prim(
         "insert_call",
         &[
             STMT,

@@ -318,6 +318,37 @@ impl Schedule {
         })
     }
 
+    /// Exo's `replace_all`: [`Schedule::replace`] at every statement, in program order, where
+    /// the block there unifies with `callee`'s body and the call checks; each replacement is a
+    /// step of its own, proved as `replace` proves it, and a statement where it is refused is
+    /// left as it is. Returns how many blocks were replaced; none is an error.
+    pub fn replace_all(&mut self, callee: &Arc<Proc>) -> Result<usize, SchedError> {
+        let mut replaced = 0;
+        let mut k = 0;
+        loop {
+            // The statements of the current version in program order (a replaced block is one
+            // call from then on, so the walk goes on after it).
+            let paths = crate::path::preorder(self.proc());
+            let Some(at) = paths.get(k) else { break };
+            let c = self.cursor(at.clone());
+            if self.replace(&c, callee).is_ok() {
+                replaced += 1;
+            }
+            k += 1;
+        }
+        if replaced == 0 {
+            return Err(SchedError::new(
+                "replace_all",
+                format!(
+                    "no block of proc '{}' unifies with the body of '{}' where its call checks",
+                    self.proc().name,
+                    callee.name
+                ),
+            ));
+        }
+        Ok(replaced)
+    }
+
     /// See [`prims::insert_call`]: a call of `callee` (whose body is `pass`) on `window` before
     /// the statement at `c`.
     pub fn insert_call(

@@ -288,6 +288,10 @@ pub fn apply_step_in(
                 s.call_eqv(&c, &g)?;
             }
         }
+        "replace_all" => {
+            let g = proc_named(s, 0)?;
+            s.replace_all(&g)?;
+        }
         "insert_call" => {
             let c = a.stmt(s, 0)?;
             let g = proc_named(s, 1)?;

@@ -288,3 +288,63 @@ schedule q = p {
     r.unwrap();
     common::same_results(&s, &[]);
 }
+
+/// `replace_all` selects an instruction at every block that unifies with its body, in program
+/// order (here the four vector loads of two staged tiles, of both the whole vectors and the tail
+/// split off by `cut`), leaves the blocks it does not match (the FMA loops, the stores), and
+/// refuses a callee that matches nowhere.
+#[test]
+fn replace_all_selects_an_instruction_everywhere_it_matches() {
+    let src = "import \"avx512\";
+proc p(n: size, x: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM) {
+    for i in 0..n {
+        for j in 0..16 {
+            x[i, j] = fma(y[i, j], y[i, j], x[i, j]);
+        }
+    }
+}
+schedule q = p {
+    cut(i, n - n % 2);
+    stage_mem(\"for j #0\", x[i:i + 1, 0:16], xt);
+    stage_mem(\"for j #0\", y[i:i + 1, 0:16], yt);
+    stage_mem(\"for j #1\", x[i:i + 1, 0:16], xu);
+    stage_mem(\"for j #1\", y[i:i + 1, 0:16], yu);
+    unroll(xt_0);
+    unroll(xt_0);
+    unroll(yt_0);
+    unroll(xu_0);
+    unroll(xu_0);
+    unroll(yu_0);
+    simplify();
+    replace_all(mm512_loadu_ps);
+    replace_all(mm512_fmadd_ps);
+    replace_all(mm512_storeu_ps);
+    set_memory(\"alloc xt\", AVX512);
+    set_memory(\"alloc yt\", AVX512);
+    set_memory(\"alloc xu\", AVX512);
+    set_memory(\"alloc yu\", AVX512);
+}
+";
+    let (s, r) = common::scheduled_with(src, false);
+    r.unwrap();
+    weft_check::check_procs(std::slice::from_ref(s.proc())).unwrap();
+    let t = common::text(&s);
+    assert_eq!(t.matches("mm512_loadu_ps(").count(), 4, "{t}");
+    assert_eq!(t.matches("mm512_fmadd_ps(").count(), 2, "{t}");
+    assert_eq!(t.matches("mm512_storeu_ps(").count(), 2, "{t}");
+    assert!(!t.contains("for j"), "{t}");
+    for n in [1, 2, 3, 6] {
+        common::same_results(&s, &[("n", n)]);
+    }
+    // A callee whose body matches no block.
+    let none = src.replace(
+        "    replace_all(mm512_loadu_ps);\n",
+        "    replace_all(mm512_max_ps);\n",
+    );
+    let (_, r) = common::scheduled_with(&none, false);
+    let e = r.expect_err("mm512_max_ps matches nothing");
+    assert!(
+        e.to_string().contains("replace_all") && e.to_string().contains("no block"),
+        "{e}"
+    );
+}

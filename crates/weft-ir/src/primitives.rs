@@ -188,6 +188,9 @@ fn quoted_list(ws: &[&str]) -> String {
 /// Tail strategies of `split`.
 pub const TAILS: &[&str] = &["guard", "cut", "cut_and_guard", "perfect"];
 
+/// The modes of `stage_mem`.
+pub const STAGINGS: &[&str] = &["copy", "accumulate"];
+
 const fn req(name: &'static str, kind: ParamKind, role: &'static str) -> Param {
     Param {
         name,
@@ -442,9 +445,15 @@ pub const PRIMITIVES: &[Primitive] = &[
                 "its memory",
                 "`DRAM_STACK` when the tile is proved to fit its 64 KiB, `DRAM` otherwise",
             ),
+            opt(
+                "mode",
+                ParamKind::Word(STAGINGS),
+                "`copy`, or `accumulate`: the tile starts at zero and is added to the buffer after the statement",
+                "`copy`",
+            ),
         ],
-        "Copies the region into a new buffer before the statement, rewrites the statement's accesses of the region to the buffer, and copies what it writes back after. A region that may leave the buffer (an edge tile) is copied with guards, only the cells inside the buffer (zeros into the others on the way in), in the form masked loads and stores match.",
-        "the statement accesses the buffer only inside the region (and, where the copies are guarded, inside the buffer); the region is not empty; the bounds read no config field the statement writes, and the buffer's extents none at all; the tile fits the memory.",
+        "Copies the region into a new buffer before the statement, rewrites the statement's accesses of the region to the buffer, and copies what it writes back after. A region that may leave the buffer (an edge tile) is copied with guards, only the cells inside the buffer (zeros into the others on the way in), in the form masked loads and stores match. In `accumulate` mode (Exo's `accum=True`) the tile starts at zero and is added into the buffer after the statement (`A[..] += T[..]`): for floats a reassociation of the reduction, which naming the mode chooses.",
+        "the statement accesses the buffer only inside the region (and, where the copies are guarded, inside the buffer); the region is not empty; the bounds read no config field the statement writes, and the buffer's extents none at all; the tile fits the memory; in `accumulate` mode, the statement only reduces into the buffer (`+=`: no read, no plain write) of numbers.",
     ),
     prim(
         "lift_alloc",

@@ -104,25 +104,6 @@ pub fn block_of<'a>(p: &'a Proc, path: &Path) -> Option<&'a Block> {
 }
 
 /// The statement at a path.
-/// The paths of every statement of `p`, each before the statements inside it (program order).
-pub fn preorder(p: &Proc) -> Vec<Path> {
-    fn go(block: &Block, parent: Option<(&Path, usize)>, out: &mut Vec<Path>) {
-        for (i, s) in block.iter().enumerate() {
-            let here = match parent {
-                Some((p, b)) => p.child(b, i),
-                None => Path::top(i),
-            };
-            out.push(here.clone());
-            for (b, inner) in child_blocks(s).into_iter().enumerate() {
-                go(inner, Some((&here, b)), out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    go(&p.body, None, &mut out);
-    out
-}
-
 pub fn get<'a>(p: &'a Proc, path: &Path) -> Option<&'a Stmt> {
     block_of(p, path)?.get(path.last().index)
 }

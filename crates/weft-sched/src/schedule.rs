@@ -328,9 +328,12 @@ impl Schedule {
         loop {
             // The statements of the current version in program order (a replaced block is one
             // call from then on, so the walk goes on after it).
-            let paths = crate::path::preorder(self.proc());
-            let Some(at) = paths.get(k) else { break };
-            let c = self.cursor(at.clone());
+            let at = crate::find::all_stmts(self.proc())
+                .into_iter()
+                .nth(k)
+                .map(|(at, _)| at);
+            let Some(at) = at else { break };
+            let c = self.cursor(at);
             if self.replace(&c, callee).is_ok() {
                 replaced += 1;
             }
@@ -408,7 +411,27 @@ impl Schedule {
     ) -> Result<Cursor, SchedError> {
         let step = format!("stage_mem({buf}, {name})");
         self.apply("stage_mem", c, step, |a, p, at| {
-            prims::stage_mem::stage_mem(a, p, at, len, buf, region, name, mem)
+            use prims::stage_mem::{stage_mem, Staging};
+            stage_mem(a, p, at, len, buf, region, name, mem, Staging::Copy)
+        })
+    }
+
+    /// [`Schedule::stage_mem`] in accumulate mode (Exo's `accum=True`): the statements only
+    /// reduce into the region; the tile starts at zero and is added to the buffer after them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_mem_accumulate(
+        &mut self,
+        c: &Cursor,
+        len: usize,
+        buf: &str,
+        region: &[(Expr, Expr)],
+        name: &str,
+        mem: Arc<weft_ir::Memory>,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("stage_mem({buf}, {name}, accumulate)");
+        self.apply("stage_mem", c, step, |a, p, at| {
+            use prims::stage_mem::{stage_mem, Staging};
+            stage_mem(a, p, at, len, buf, region, name, mem, Staging::Accumulate)
         })
     }
 

@@ -241,7 +241,10 @@ pub fn apply_step_in(
                     )?
                 }
             };
-            s.stage_mem(&c, 1, buf, &region, a.name(2)?, mem)?;
+            match a.has(4) && a.name(4)? == "accumulate" {
+                true => s.stage_mem_accumulate(&c, 1, buf, &region, a.name(2)?, mem)?,
+                false => s.stage_mem(&c, 1, buf, &region, a.name(2)?, mem)?,
+            };
         }
         "set_memory" => {
             let c = a.stmt(s, 0)?;

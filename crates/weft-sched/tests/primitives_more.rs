@@ -862,3 +862,51 @@ schedule q = p {
     let (_, r) = common::scheduled(&inside);
     assert!(r.unwrap_err().message.contains("reads a config field"));
 }
+
+// ----- stage_mem, accumulate mode -----
+
+/// In accumulate mode the tile starts at zero and is added into the buffer after the block:
+/// integer sums are the same (wrapping addition is associative), on a tile that may leave the
+/// buffer too (the add-back guarded); a block that reads or assigns the buffer is refused.
+#[test]
+fn stage_mem_accumulate_sums_apart_and_adds_back() {
+    let src = "proc p(n: size, m: size, a: i32[n, m] @ DRAM, x: i32[m] @ DRAM, y: i32[n] @ DRAM) {
+    for i in 0..n {
+        for k in 0..m {
+            y[i] += a[i, k] * x[k];
+        }
+    }
+}
+schedule q = p {
+    stage_mem(k, y[i:i + 1], yt, DRAM_STACK, accumulate);
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    common::shows(&s, &["yt[yt_0] = 0;", "y[i + yt_0] += yt[yt_0];"]);
+    common::lacks(&s, &["= y[i"]);
+    for (n, m) in [(1, 1), (3, 2), (5, 7)] {
+        common::same_results(&s, &[("n", n), ("m", m)]);
+    }
+    // A tile of 4 rows that may leave y: the add-back is guarded.
+    let tiled = src.replace(
+        "    stage_mem(k, y[i:i + 1], yt, DRAM_STACK, accumulate);",
+        "    split(i, 4, io, ii, guard);\n    stage_mem(ii, y[4 * io:4 * io + 4], yt, DRAM_STACK, accumulate);",
+    );
+    let (s, r) = common::scheduled(&tiled);
+    r.unwrap();
+    common::shows(&s, &["y[4 * io + yt_0] += yt[yt_0];"]);
+    for n in [1, 4, 6, 9] {
+        common::same_results(&s, &[("n", n), ("m", 3)]);
+    }
+    // Reads and plain writes of the buffer are refused.
+    for (body, what) in [
+        ("y[i] = y[i] + a[i, k] * x[k];", "assigns"),
+        ("y[i] += a[i, k] * y[i];", "reads"),
+    ] {
+        let bad = src.replace("y[i] += a[i, k] * x[k];", body);
+        let (_, r) = common::scheduled(&bad);
+        let e = common::rejected(r, "stage_mem", "accumulate mode");
+        assert!(e.to_string().contains(what), "{e}");
+    }
+}

@@ -1207,17 +1207,22 @@ fn new_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras) -> Option<String
                 _ => shape.iter().map(|e| (Expr::int(0), e.clone())).collect(),
             };
             let name = x.fresh("st");
-            s.stage_mem(
-                &s.cursor(path.clone()),
-                len,
-                buf.name(),
-                &region,
-                &name,
-                stack_memory(),
-            )
-            .ok()?;
+            let c = s.cursor(path.clone());
+            // Sometimes in accumulate mode (refused unless the block only reduces into it).
+            let accumulate = rng.gen_bool(0.3);
+            if accumulate {
+                s.stage_mem_accumulate(&c, len, buf.name(), &region, &name, stack_memory())
+                    .ok()?;
+            } else {
+                s.stage_mem(&c, len, buf.name(), &region, &name, stack_memory())
+                    .ok()?;
+            }
             let text: Vec<String> = region.iter().map(|(l, h)| format!("{l}:{h}")).collect();
-            format!("stage_mem {buf}[{}] x{len} at {path}", text.join(", "))
+            let mode = if accumulate { " accumulate" } else { "" };
+            format!(
+                "stage_mem{mode} {buf}[{}] x{len} at {path}",
+                text.join(", ")
+            )
         }
         "extract_proc" => {
             // Mostly a loop, often one of the proc body: a callee that takes no loop variable of

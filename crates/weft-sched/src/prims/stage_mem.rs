@@ -28,7 +28,14 @@
 //!
 //! The copy-in runs whatever `s` does, and the copy-out copies back the whole region, so cells of
 //! the region that `s` does not write get back the values they had: the rewrite is an equivalence,
-//! reductions included (no reassociation). The region's bounds are evaluated before `s`, in the
+//! reductions included (no reassociation).
+//!
+//! Accumulate mode (Exo's `accum=True`): where `s` only reduces into the region (`A[e] += v`, no
+//! read and no plain write of `A`), the tile starts at zero instead of a copy, and the copy-out
+//! adds it in (`A[l + a] += T[a]`): `A` is read once, after `s`. Every cell ends as its value
+//! plus the sum of what `s` added, summed apart first: for integers (wrapping) the same value, for
+//! floats a reassociation of the reduction, which weft's analyses allow for `+=` (as Exo's do)
+//! and which the user chooses by naming this mode. The region's bounds are evaluated before `s`, in the
 //! shifted accesses inside `s` and in the copy-out after it: they must read no config field that
 //! `s` writes (the only control state code can change), so that every evaluation gives one value.
 
@@ -43,8 +50,17 @@ use weft_ir::{BinOp, BufType, Expr, ExprKind, Memory, Proc, Stmt, StmtKind, Sym}
 
 const PRIM: &str = "stage_mem";
 
+/// How the tile is filled and written back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Staging {
+    /// Copied in before the block and out after it (where the block writes the buffer).
+    Copy,
+    /// Zeros in; added to the buffer after the block (the block only reduces into it).
+    Accumulate,
+}
+
 /// Stage the region `lo[k]..hi[k]` of buffer `buf` into a new buffer `name` in memory `mem`
-/// around the `len` statements starting at `at`.
+/// around the `len` statements starting at `at`, filled and written back as `mode` says.
 #[allow(clippy::too_many_arguments)]
 pub fn stage_mem(
     a: &mut Analysis,
@@ -55,6 +71,7 @@ pub fn stage_mem(
     region: &[(Expr, Expr)],
     name: &str,
     mem: Arc<Memory>,
+    mode: Staging,
 ) -> Result<Rewrite, SchedError> {
     let first = stmt_at(PRIM, p, at)?;
     super::require_new_names(PRIM, p, at, &[name])?;
@@ -221,6 +238,32 @@ pub fn stage_mem(
         }
     }
 
+    // Accumulate mode: the block only reduces into the buffer.
+    if mode == Staging::Accumulate {
+        if bt.elem == weft_ir::DType::Bool {
+            return Err(SchedError::new(
+                PRIM,
+                format!("'{buf}' holds bools, which cannot be accumulated"),
+            )
+            .at(first.span, what));
+        }
+        for (path_in, acc) in accesses_of(p, at, len.max(1), &sym) {
+            let stmt = path::get(p, &path_in).expect("an access path");
+            let reduces = matches!(&acc, Access::Stmt(_))
+                && matches!(&stmt.kind, StmtKind::Reduce { buf: b, .. } if *b == sym);
+            if !reduces {
+                return Err(SchedError::new(
+                    PRIM,
+                    format!(
+                        "in accumulate mode the block may only reduce into '{buf}' (`+=`), but this statement {} it",
+                        if matches!(acc, Access::Read(_)) { "reads" } else { "assigns" }
+                    ),
+                )
+                .at(stmt.span, describe(stmt)));
+            }
+        }
+    }
+
     // Build the new code.
     let tsym = Sym::new(name);
     let extents = extents_of(region);
@@ -251,6 +294,16 @@ pub fn stage_mem(
     };
     let new_block: Vec<Stmt> = block.iter().map(|s| restage.stmt(s)).collect();
     let writes = block_writes(&block, &sym);
+    let zero = || {
+        Expr::typed_const(
+            match bt.elem {
+                weft_ir::DType::F32 | weft_ir::DType::F64 => weft_ir::Const::Float(0.0),
+                weft_ir::DType::Bool => weft_ir::Const::Bool(false),
+                _ => weft_ir::Const::Int(0),
+            },
+            weft_ir::Ty::Data(bt.elem),
+        )
+    };
     let copy = |into_tile: bool| -> Stmt {
         let vars: Vec<Sym> = (0..region.len())
             .map(|k| Sym::new(format!("{name}_{k}")))
@@ -272,14 +325,41 @@ pub fn stage_mem(
         } else {
             (&sym, buf_idx, &tsym, tile_idx)
         };
-        let mut s = Stmt::new(
-            StmtKind::Assign {
-                buf: dst.clone(),
-                idx: dst_idx,
-                rhs: Expr::read(src, bt.elem, src_idx),
-            },
-            span,
-        );
+        let mut s = match mode {
+            Staging::Copy => Stmt::new(
+                StmtKind::Assign {
+                    buf: dst.clone(),
+                    idx: dst_idx,
+                    rhs: Expr::read(src, bt.elem, src_idx),
+                },
+                span,
+            ),
+            // Zeros in (every cell of the tile, unguarded: nothing reads the buffer), the tile
+            // added into the buffer on the way out.
+            Staging::Accumulate if into_tile => {
+                let s = Stmt::new(
+                    StmtKind::Assign {
+                        buf: tsym.clone(),
+                        idx: dst_idx,
+                        rhs: zero(),
+                    },
+                    span,
+                );
+                let mut s = s;
+                for (v, ext) in vars.iter().zip(&extents).rev() {
+                    s = for_stmt(v.clone(), Expr::int(0), ext.clone(), vec![s], span);
+                }
+                return s;
+            }
+            Staging::Accumulate => Stmt::new(
+                StmtKind::Reduce {
+                    buf: dst.clone(),
+                    idx: dst_idx,
+                    rhs: Expr::read(src, bt.elem, src_idx),
+                },
+                span,
+            ),
+        };
         // Guards, where the region may leave the buffer: `a_k >= -l_k` and `a_k < extent_k - l_k`.
         let mut conds = Vec::new();
         for (k, (v, (lo, _))) in vars.iter().zip(region).enumerate() {
@@ -310,16 +390,7 @@ pub fn stage_mem(
                     StmtKind::Assign {
                         buf: tsym.clone(),
                         idx: vars.iter().map(ivar).collect(),
-                        rhs: Expr::typed_const(
-                            match bt.elem {
-                                weft_ir::DType::F32 | weft_ir::DType::F64 => {
-                                    weft_ir::Const::Float(0.0)
-                                }
-                                weft_ir::DType::Bool => weft_ir::Const::Bool(false),
-                                _ => weft_ir::Const::Int(0),
-                            },
-                            weft_ir::Ty::Data(bt.elem),
-                        ),
+                        rhs: zero(),
                     },
                     span,
                 )]

@@ -58,6 +58,34 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// Whether [`Defined::holds`] decides membership in this chunk exactly: every bound variable
+    /// occurs once, in one coordinate made only of sums and differences (so it is solved for
+    /// exactly), with no other bound variable. `holds` may leave out cells of other chunks (it
+    /// tries some values of a variable it cannot solve for): safe for cells written, but a chunk
+    /// of cells read must be exact to be used as one.
+    pub fn is_exact(&self) -> bool {
+        fn sums_only(t: &Term) -> bool {
+            match t {
+                Term::Int(_) | Term::IntVar(_) => true,
+                Term::Add(a, b) | Term::Sub(a, b) => sums_only(a) && sums_only(b),
+                Term::Neg(a) => sums_only(a),
+                _ => false,
+            }
+        }
+        self.bound.iter().all(|(v, _, _)| {
+            let mut coords = self.idx.iter().filter(|c| c.occurrences(v.id) > 0);
+            let (Some(c), None) = (coords.next(), coords.next()) else {
+                return false;
+            };
+            c.occurrences(v.id) == 1
+                && sums_only(c)
+                && self
+                    .bound
+                    .iter()
+                    .all(|(w, _, _)| w.id == v.id || c.occurrences(w.id) == 0)
+        })
+    }
+
     /// The variables the chunk mentions that are not bound in it.
     fn free_vars(&self) -> Vec<Var> {
         let mut vars = Vec::new();

@@ -1464,3 +1464,114 @@ fn autosink_alloc_sinks_as_far_as_it_goes() {
         "is not followed by a loop or an 'if'",
     );
 }
+
+/// Review holes: steps that made the program evaluate what the original did not, where that
+/// can fail (a config field never written, a heap allocation). `lift_scope` testing an inner
+/// condition or evaluating loop bounds where the outer condition is false, `lift_if` (and
+/// `lift_scope` through it) testing a config condition before a loop that may not run,
+/// `rewrite_expr` bringing in a config read that the solver sees as an unknown (`C.k * 0 = 0`),
+/// `lift_alloc` out of a loop that may not run with a config-read size or a heap memory. Each is
+/// refused now, with the reason.
+#[test]
+fn steps_that_would_evaluate_config_fields_or_allocate_where_the_original_did_not_are_refused() {
+    for (name, src, message) in [
+        (
+            "ls1",
+            r#"config C { flag: bool }
+proc p(n: size, y: f32[4] @ DRAM) {
+    if n > 5 {
+        if C.flag {
+            y[0] = 1.0;
+        }
+    }
+}
+schedule q = p {
+    lift_scope("if #1");
+}
+"#,
+            "reads a config field",
+        ),
+        (
+            "ls2",
+            r#"config C { k: size }
+proc p(n: size, y: f32[4] @ DRAM) {
+    if n > 5 {
+        for i in 0..max(C.k, 0) {
+            y[0] = 1.0;
+        }
+    }
+}
+schedule q = p {
+    lift_scope("for i");
+}
+"#,
+            "read a config field",
+        ),
+        (
+            "ls3",
+            r#"config C { flag: bool }
+proc p(m: index, y: f32[4] @ DRAM) {
+    assert m >= 0;
+    for i in 0..m {
+        if C.flag {
+            y[0] = 1.0;
+        }
+    }
+}
+schedule q = p {
+    lift_scope("if");
+}
+"#,
+            "may run zero times",
+        ),
+        (
+            "rw4",
+            r#"config C { k: index }
+proc p(n: size, y: f32[8] @ DRAM) {
+    y[0] = 1.0;
+}
+schedule q = p {
+    rewrite_expr("y =", 0, C.k * 0);
+}
+"#,
+            "does not read",
+        ),
+        (
+            "la5",
+            r#"config C { k: index }
+proc p(m: index, x: f32[8] @ DRAM, y: f32[8] @ DRAM) {
+    assert m >= 0 and m <= 8;
+    for i in 0..m {
+        alloc t: f32[max(C.k, 1)] @ DRAM;
+        t[0] = x[i];
+        y[i] = t[0];
+    }
+}
+schedule q = p {
+    lift_alloc("alloc t");
+}
+"#,
+            "may run zero times",
+        ),
+        (
+            "la6",
+            r#"proc p(n: size, m: index, x: f32[8] @ DRAM, y: f32[8] @ DRAM) {
+    assert m >= 0 and m <= 8;
+    for i in 0..m {
+        alloc t: f32[n, n, n] @ DRAM;
+        t[0, 0, 0] = x[i];
+        y[i] = t[0, 0, 0];
+    }
+}
+schedule q = p {
+    lift_alloc("alloc t");
+}
+"#,
+            "may run zero times",
+        ),
+    ] {
+        let (_, r) = common::scheduled(src);
+        let e = r.expect_err(name);
+        assert!(e.to_string().contains(message), "{name}: {e}");
+    }
+}

@@ -458,3 +458,40 @@ fn avx2_instructions_compute_their_bodies() {
 fn cache_instructions_compile_and_change_nothing() {
     check_library(&LIBRARIES[2]);
 }
+
+/// Review hole: register buffers are zeroed when allocated, and one whose size is a size
+/// parameter (proved to fit) is a variable-length array in C, which an initializer may not
+/// follow; the zeroing is a `memset` that compiles at every size (and that the C compiler drops
+/// where every lane is written first).
+#[test]
+fn a_register_buffer_of_a_parameter_size_compiles_and_matches() {
+    if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {
+        eprintln!("skipped: this CPU lacks AVX-512F");
+        return;
+    }
+    let text = "import \"avx512\";
+proc g(n: size, x: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM) {
+    assert n <= 4;
+    alloc r: f32[n, 16] @ AVX512;
+    for i in 0..n {
+        mm512_loadu_ps(r[i, 0:16], x[i, 0:16]);
+    }
+    for i in 0..n {
+        mm512_storeu_ps(y[i, 0:16], r[i, 0:16]);
+    }
+    free r;
+}
+";
+    let program = weft::load_str("vla.weft", text).expect("loads");
+    let proc = program.module.proc("g").expect("g").clone();
+    let jit = Jit::new().expect("a C compiler");
+    for n in 1..=4 {
+        let opts = RunOptions {
+            sizes: [("n".to_string(), n)].into_iter().collect(),
+            seed: n as u64,
+            reps: 1,
+        };
+        weft::run::run_and_compare(&program, &proc, &jit, &opts)
+            .unwrap_or_else(|e| panic!("n = {n}: {e}"));
+    }
+}

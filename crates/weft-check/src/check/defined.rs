@@ -316,7 +316,11 @@ impl Walk<'_> {
                 let inside = self.defined.holds(&b.root, &root_cell);
                 let mut goal = vec![Term::not(Term::And(ranges))];
                 if let Some(chunks) = read {
-                    goal.push(Term::not(Defined { chunks }.holds(&b.root, &root_cell)));
+                    let read = Defined { chunks }.holds(&b.root, &root_cell);
+                    // Past its limits `holds` leaves cells out: then every cell counts as read.
+                    if !crate::init::gave_up() {
+                        goal.push(Term::not(read));
+                    }
                 }
                 goal.push(inside);
                 let goal = Term::Or(goal);
@@ -416,19 +420,32 @@ impl Walk<'_> {
                 .cloned()
                 .collect(),
         };
-        let needs_input = p
+        let mut needs_input: HashSet<usize> = p
             .args
             .iter()
             .enumerate()
             .filter(|(_, a)| self.needs_input.contains(&a.sym))
             .map(|(k, _)| k)
             .collect();
+        // A parameter with a read that the chunks cannot describe exactly is read whole.
+        for c in &self.reads.chunks {
+            if !c.is_exact() {
+                if let Some(k) = p.args.iter().position(|a| a.sym == c.root) {
+                    needs_input.insert(k);
+                }
+            }
+        }
         let reads = Defined {
             chunks: self
                 .reads
                 .chunks
                 .iter()
-                .filter(|c| p.args.iter().any(|a| a.sym == c.root))
+                .filter(|c| {
+                    p.args
+                        .iter()
+                        .position(|a| a.sym == c.root)
+                        .is_some_and(|k| !needs_input.contains(&k))
+                })
                 .cloned()
                 .collect(),
         };

@@ -31,7 +31,11 @@
 //!   Either way the read sees the same value as in the original: the one written earlier in the
 //!   same iteration, or (untouched) the same write of this iteration or none at all.
 //! - no window of `t` has coordinates that use `stride(...)` (the analysis cannot translate
-//!   them, and would lose the accesses made through such a window).
+//!   them, and would lose the accesses made through such a window);
+//! - where the shape reads a config field or the memory has no capacity (a heap), the loop is
+//!   proved to run at least once: lifted, the size is evaluated and the buffer allocated when
+//!   the loop runs zero times too, where a config read may be of a field never written and a
+//!   heap allocation may fail.
 //!
 //! [`super::sink_alloc`] and [`super::reuse_buffer`] reason the same way, with the checks below.
 //!
@@ -102,6 +106,37 @@ pub fn lift_alloc(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
     check_shape_configs(a, PRIM, p, &loop_path, &l, &site)?;
     let outer = a.scope_at(p, &loop_path);
     require_positive_shape(a, &outer, &site, "when the loop runs zero times")?;
+    // Lifted, the size is evaluated and the buffer allocated even when the loop runs zero
+    // times: a config field read there may never have been written, and a heap allocation may
+    // fail where the original allocated nothing. Such an allocation is lifted only out of a loop
+    // proved to run.
+    let shape: Vec<&weft_ir::Expr> = site.ty.shape.iter().collect();
+    let reads_config = !super::config_reads(&shape).is_empty();
+    if reads_config || site.ty.mem.max_bytes.is_none() {
+        let (lo, hi) = (
+            term_at(a, PRIM, &outer, l.lo)?,
+            term_at(a, PRIM, &outer, l.hi)?,
+        );
+        let why = if reads_config {
+            "its size reads a config field, which may not be written when the loop does not run"
+        } else {
+            "its memory has no capacity, and the allocation could fail when the loop does not run"
+        };
+        require(
+            a,
+            PRIM,
+            &outer.facts,
+            &Term::lt(lo, hi),
+            || {
+                format!(
+                    "loop '{}' may run zero times, and '{t}' cannot be allocated then: {why}",
+                    l.var.name()
+                )
+            },
+            site.stmt.span,
+            what.clone(),
+        )?;
+    }
 
     // A window whose coordinates the analysis cannot translate would hide its accesses.
     refuse_stride_windows(PRIM, &l.body[k + 1..], &t)?;

@@ -14,7 +14,8 @@
 //! (config fields are the only control state that code can change). Under those two conditions,
 //! checked here, every iteration takes the same branch as the lifted `if`, so the rewrite is an
 //! equivalence. When the loop runs zero times, neither form runs `s` or `t`; `c` is evaluated
-//! once more, which has no effect.
+//! once more, which has no effect unless it reads a config field (which may never have been
+//! written: an error): a condition that reads one is lifted only out of a loop proved to run.
 
 use super::{describe, for_stmt, ivar, loop_at, Rewrite};
 use crate::effects::{mentions, Analysis};
@@ -68,6 +69,29 @@ pub fn lift_if(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewrite
     }
     // The condition, evaluated once per iteration, would be evaluated once before the loop.
     super::require_unwritten_by_body(a, PRIM, p, at, &l, &[cond], "the condition")?;
+    // Evaluated before the loop, it is evaluated when the loop runs zero times too: a config
+    // field it reads may never have been written then (an error the original does not make).
+    if !super::config_reads(&[cond]).is_empty() {
+        let scope = a.scope_at(p, at);
+        let (lo, hi) = (
+            super::term_at(a, PRIM, &scope, l.lo)?,
+            super::term_at(a, PRIM, &scope, l.hi)?,
+        );
+        super::require(
+            a,
+            PRIM,
+            &scope.facts,
+            &weft_check::smt::Term::lt(lo, hi),
+            || {
+                format!(
+                    "the condition {cond} reads a config field, and loop '{}' may run zero times, when the original never evaluates it",
+                    l.var.name()
+                )
+            },
+            if_stmt.span,
+            describe(if_stmt),
+        )?;
+    }
     let then_loop = for_stmt(
         l.var.clone(),
         l.lo.clone(),

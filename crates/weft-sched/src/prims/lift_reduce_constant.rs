@@ -28,7 +28,8 @@
 //! Why that suffices: the loop now leaves `Σ e` in the cell instead of `Σ c·e`, and the last
 //! statement multiplies by the same `c`. On integers (wrapping, a ring modulo 2^k)
 //! `c·Σe = Σ c·e` exactly. **On floats this distributes `*` over the sum: the rounding
-//! changes** — the reassociation DESIGN.md §2 leaves to the user, documented here, as Exo does;
+//! changes, and a sum that overflows can give an infinity or NaN where the original gave a
+//! finite value (`c = 0` times an infinite `Σe`)** — the reassociation DESIGN.md §2 leaves to the user, documented here, as Exo does;
 //! refused in an instruction's body. Error values: `c` or any `e` being one makes both results
 //! one.
 

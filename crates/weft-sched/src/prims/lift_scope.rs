@@ -15,14 +15,15 @@
 //!   variable; every two iterations whose order changes commute), proved by it;
 //! - `if` in loop: those of [`super::lift_if`] (the condition does not use the loop variable and
 //!   reads no config field the body writes), proved by it;
-//! - `if` in `if`: none. Conditions are control expressions: they read no data, cannot fail
-//!   (`x / 0 = 0`) and have no effect, and no statement runs between the two tests, so testing
-//!   `b` then `a` picks the same code as `a` then `b`. When both the inner `else` (`t`) and the
+//! - `if` in `if`: `b` reads no config field (now tested when `a` is false too, it could read
+//!   one never written: an error). Otherwise conditions are control expressions: they read no
+//!   data, cannot fail (`x / 0 = 0`) and have no effect, and no statement runs between the two
+//!   tests, so testing `b` then `a` picks the same code as `a` then `b`. When both the inner `else` (`t`) and the
 //!   outer `else` (`u`) are non-empty, `u` is duplicated; the copy `u'` gets fresh binders;
 //! - loop in `if`: the `if` has no `else`; `a` reads no config field the loop body writes (it is
-//!   now evaluated in every iteration); and `lo <= hi` is proved where the `if` is, without `a`
-//!   (the loop's bounds are now evaluated when `a` is false, and a loop that runs backwards is an
-//!   error). The loop variable cannot occur in `a` (it is not in scope there).
+//!   now evaluated in every iteration); the bounds read no config field, and `lo <= hi` is
+//!   proved where the `if` is, without `a` (the bounds are now evaluated when `a` is false, where
+//!   a config field may never have been written, and a loop that runs backwards is an error). The loop variable cannot occur in `a` (it is not in scope there).
 
 use super::{describe, for_stmt, loop_at, require, stmt_at, term_at, Rewrite};
 use crate::effects::Analysis;
@@ -88,6 +89,13 @@ pub fn lift_scope(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
                 else_body: t,
             },
         ) => {
+            if !super::config_reads(&[cb]).is_empty() {
+                return Err(SchedError::new(
+                    PRIM,
+                    format!("the inner condition {cb} reads a config field: tested first, it would be read where the outer condition is false, where the field may never have been written"),
+                )
+                .at(inner.span, what));
+            }
             let if_ = |c: &weft_ir::Expr, th: Vec<Stmt>, el: Vec<Stmt>| {
                 Stmt::new(
                     StmtKind::If {
@@ -161,6 +169,13 @@ pub fn lift_scope(a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Rewr
             }
             let l = loop_at(PRIM, p, at)?;
             super::require_unwritten_by_body(a, PRIM, p, at, &l, &[cond], "the condition")?;
+            if !super::config_reads(&[l.lo, l.hi]).is_empty() {
+                return Err(SchedError::new(
+                    PRIM,
+                    format!("the loop's bounds {}..{} read a config field: evaluated where {cond} is false too, the field may never have been written there", l.lo, l.hi),
+                )
+                .at(l.stmt.span, describe(l.stmt)));
+            }
             let scope = a.scope_at(p, &outer_path);
             let (lo, hi) = (
                 term_at(a, PRIM, &scope, l.lo)?,

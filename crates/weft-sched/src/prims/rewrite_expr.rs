@@ -80,6 +80,29 @@ pub fn rewrite_expr(
         )
         .at(s.span, describe(s)));
     }
+    // A config field the old expression does not read may never have been written where the
+    // statement runs (reading it is an error), even where the solver, to which a config read is
+    // an unknown value, proves the two equal (`C.k * 0` and `0`).
+    let old_reads = super::config_reads(&[e]);
+    let mut added = None;
+    weft_ir::visit::walk_expr(&new, &mut |x| {
+        if added.is_none()
+            && !super::config_reads(&[x])
+                .iter()
+                .all(|f| old_reads.contains(f))
+        {
+            if let weft_ir::ExprKind::ReadConfig { .. } = x.kind {
+                added = Some(x.to_string());
+            }
+        }
+    });
+    if let Some(f) = added {
+        return Err(SchedError::new(
+            PRIM,
+            format!("'{new}' reads config field {f}, which '{e}' does not read: it may never have been written where the statement runs"),
+        )
+        .at(s.span, describe(s)));
+    }
     // Find the occurrences first, so that a pattern that is not there is reported as such (and
     // a value too large for the IR before the solver walks it).
     let out = rewrite_occurrences(PRIM, s, e, &mut |occ| Ok(new.with_span(occ.span)))?;

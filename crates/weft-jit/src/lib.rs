@@ -473,6 +473,7 @@ impl Context {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy)]
 struct WeftBuffer {
     data: *mut c_void,
     dtype: i32,
@@ -481,12 +482,34 @@ struct WeftBuffer {
     strides: *const i64,
 }
 
+impl WeftBuffer {
+    const EMPTY: WeftBuffer = WeftBuffer {
+        data: std::ptr::null_mut(),
+        dtype: 0,
+        rank: 0,
+        shape: std::ptr::null(),
+        strides: std::ptr::null(),
+    };
+}
+
+/// How many arguments a call passes to C from the stack (more go through the heap).
+const STACK_ARGS: usize = 16;
+
 /// One argument of a uniform entry point (the C `weft_arg`); built only by [`Kernel::call`].
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct WeftArg {
     kind: i32,
     i: i64,
     buf: *const WeftBuffer,
+}
+
+impl WeftArg {
+    const EMPTY: WeftArg = WeftArg {
+        kind: 0,
+        i: 0,
+        buf: std::ptr::null(),
+    };
 }
 
 impl Module {
@@ -682,23 +705,32 @@ impl Kernel {
                 }
             }
         }
-        let bufs: Vec<Option<WeftBuffer>> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Buf(b) => Some(WeftBuffer {
+        // The C view of the arguments, on the stack for up to STACK_ARGS of them (this runs at
+        // every call; a tiny kernel's whole time is of this order).
+        let n = args.len();
+        let mut bufs_stack = [WeftBuffer::EMPTY; STACK_ARGS];
+        let mut raw_stack = [WeftArg::EMPTY; STACK_ARGS];
+        let (mut bufs_heap, mut raw_heap) = (Vec::new(), Vec::new());
+        let (bufs, raw): (&mut [WeftBuffer], &mut [WeftArg]) = if n <= STACK_ARGS {
+            (&mut bufs_stack[..n], &mut raw_stack[..n])
+        } else {
+            bufs_heap.resize(n, WeftBuffer::EMPTY);
+            raw_heap.resize(n, WeftArg::EMPTY);
+            (&mut bufs_heap[..], &mut raw_heap[..])
+        };
+        for (k, a) in args.iter().enumerate() {
+            if let Arg::Buf(b) = a {
+                bufs[k] = WeftBuffer {
                     data: b.ptr as *mut c_void,
                     dtype: weft_c::dtype_code(b.dtype),
                     rank: b.shape.len() as i32,
                     shape: b.shape.as_ptr(),
                     strides: b.strides.as_ptr(),
-                }),
-                _ => None,
-            })
-            .collect();
-        let raw: Vec<WeftArg> = args
-            .iter()
-            .zip(&bufs)
-            .map(|(a, b)| match a {
+                };
+            }
+        }
+        for (k, a) in args.iter().enumerate() {
+            raw[k] = match a {
                 Arg::Int(v) => WeftArg {
                     kind: arg_kind::INT,
                     i: *v,
@@ -712,33 +744,39 @@ impl Kernel {
                 Arg::Buf(_) => WeftArg {
                     kind: arg_kind::BUFFER,
                     i: 0,
-                    buf: b
-                        .as_ref()
-                        .map_or(std::ptr::null(), |b| b as *const WeftBuffer),
+                    buf: &bufs[k] as *const WeftBuffer,
                 },
-            })
-            .collect();
-        // On the stack: this runs at every call, and a message is written only on an error.
-        let mut err = [0u8; 1024];
+            };
+        }
+        // On the stack and not cleared: the C writes a message (NUL-terminated, by `vsnprintf`)
+        // only on an error; an error without one reads the empty string written here.
+        let mut err = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
+        let err_ptr = err.as_mut_ptr() as *mut u8;
+        // SAFETY: `err_ptr` points to the first of 1024 bytes of `err`.
+        unsafe { err_ptr.write(0) };
         // SAFETY: the arguments were checked above against the entry's declared kinds, and every
         // element reachable through each buffer's shape and strides lies inside its borrowed
         // memory; the C entry validates shapes, strides and preconditions before running. `ctx`
         // is null or an exclusively borrowed context at least as large as the unit's (checked by
         // `call_with`), the CPU has the extensions the code was compiled for (checked above).
+        // `raw` points into `bufs`, both alive through the call.
         let rc = unsafe {
             (self.entry)(
                 ctx,
                 raw.as_ptr(),
                 raw.len() as i64,
-                err.as_mut_ptr() as *mut c_char,
-                err.len() as i64,
+                err_ptr as *mut c_char,
+                1024,
             )
         };
         if rc == status::OK {
             return Ok(());
         }
-        let end = err.iter().position(|b| *b == 0).unwrap_or(err.len());
-        let message = String::from_utf8_lossy(&err[..end]).into_owned();
+        // SAFETY: the bytes up to the first NUL were written, by the C's `vsnprintf` (which ends
+        // what it writes with a NUL within the 1024 bytes) or by the write of the empty string.
+        let message = unsafe { std::ffi::CStr::from_ptr(err_ptr as *const c_char) }
+            .to_string_lossy()
+            .into_owned();
         Err(match rc {
             status::ARG_COUNT => JitError::ArgCount {
                 expected: params.len(),

@@ -576,3 +576,47 @@ fn sanitized_kernel_runs_clean() {
         assert_eq!(uv[i], (x as u16).wrapping_mul(x as u16), "row {i}");
     }
 }
+
+/// A call passes its arguments to C from the stack up to 16 of them and through the heap beyond:
+/// a kernel of 18 arguments runs, and its C's error messages (written only on an error, into a
+/// buffer the call does not clear) come back whole on both paths.
+#[test]
+fn calls_of_many_arguments_run_and_report_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = dram();
+    let mut p = ProcBuilder::new("many", &mem);
+    let sizes: Vec<Expr> = (0..16).map(|k| p.size(&format!("n{k}"))).collect();
+    let x = p.window("x", DType::F32, vec![sizes[0].clone()]);
+    let y = p.tensor("y", DType::F32, vec![sizes[0].clone()]);
+    let sum = sizes[1..]
+        .iter()
+        .cloned()
+        .fold(Expr::int(0), |acc, s| acc + s);
+    p.assert(Expr::binary(BinOp::Lt, sum, Expr::int(100)));
+    p.body().for_("i", 0, &sizes[0], |b, i| {
+        b.assign(&y, vec![i.clone()], x.at(vec![i.clone()]));
+    });
+    let k = jit(&dir).compile(&[p.finish()]).unwrap();
+    let k = k.kernel("many").unwrap();
+    let x = [1.0f32, 2.0, 3.0];
+    let mut y = [0.0f32; 3];
+    let mut args: Vec<Arg> = (0..16)
+        .map(|k| Arg::Int(if k == 0 { 3 } else { 1 }))
+        .collect();
+    args.push(Arg::Buf(BufArg::from(&x[..])));
+    args.push(Arg::Buf(BufArg::new(&mut y[..], &[3])));
+    k.call(&mut args).unwrap();
+    drop(args);
+    assert_eq!(y, x);
+    // A precondition the C refuses, with its message, through the heap path.
+    let mut args: Vec<Arg> = (0..16)
+        .map(|k| Arg::Int(if k == 0 { 3 } else { 50 }))
+        .collect();
+    args.push(Arg::Buf(BufArg::from(&x[..])));
+    args.push(Arg::Buf(BufArg::new(&mut y[..], &[3])));
+    let e = k.call(&mut args).unwrap_err();
+    assert!(
+        matches!(&e, JitError::Precondition(m) if m.contains("< 100")),
+        "{e}"
+    );
+}

@@ -5,7 +5,9 @@
 //! (`scipy_cblas_sgemm64_`), MKL's `libmkl_rt` (`cblas_sgemm`, on the GNU OpenMP threading layer,
 //! the runtime weft's parallel loops use) and the `blis` package's BLIS (`bli_sgemm`). They are
 //! loaded with libloading and called directly, like the weft kernel, so no interpreter overhead
-//! enters any time. Every library is set to the same thread count (`--threads`).
+//! enters any time. Every library is set to the same thread count (`--threads`). At one thread
+//! Exo's x86 SGEMM joins them: exo-lang's apps/x86/sgemm schedule, ported to the exo-lang 1.0.0
+//! package (bench/peers/exo/sgemm.py), compiled by `setup.sh` with exocc and the C compiler.
 //!
 //! For each shape, the libraries are called in turn, round after round (so all see the same
 //! machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
@@ -124,10 +126,11 @@ fn load_peers(venv: &Path, threads: usize) -> Result<Vec<Peer>, String> {
         )
     })?;
     let mut peers = Vec::new();
-    // SAFETY (all three): the libraries are the peers' own releases; the signatures are their
-    // documented C interfaces (CBLAS with 64-bit integers for scipy-openblas, LP64 CBLAS for
-    // mkl_rt, BLIS's typed API with 64-bit dim_t/inc_t), and every pointer passed points into
-    // buffers of the sizes those calls read and write.
+    // SAFETY (all four): the libraries are the peers' own releases (Exo's: its compiler's output);
+    // the signatures are their documented C interfaces (CBLAS with 64-bit integers for
+    // scipy-openblas, LP64 CBLAS for mkl_rt, BLIS's typed API with 64-bit dim_t/inc_t, the header
+    // exocc writes for sgemm_exo), and every pointer passed points into buffers of the sizes those
+    // calls read and write (Exo's kernel asserts sizes of at least 1, which every shape has).
     unsafe {
         let path = find_lib(&site.join("numpy.libs"), "libscipy_openblas")
             .ok_or("numpy's OpenBLAS not found")?;
@@ -215,6 +218,40 @@ fn load_peers(venv: &Path, threads: usize) -> Result<Vec<Peer>, String> {
             }),
             _lib: lib,
         });
+
+        // Exo's x86 SGEMM (bench/peers/exo/sgemm.py, built by setup.sh): one thread, as Exo's
+        // app is; its `int_fast32_t` sizes are 64-bit on x86-64 Linux.
+        let path = venv.join("exo-build/libexo_sgemm.so");
+        if threads == 1 && path.is_file() {
+            let lib = Library::new(&path).map_err(|e| e.to_string())?;
+            type ExoGemm = unsafe extern "C" fn(
+                *mut std::ffi::c_void,
+                i64,
+                i64,
+                i64,
+                *const f32,
+                *const f32,
+                *mut f32,
+            );
+            let f: ExoGemm = *lib
+                .get::<ExoGemm>(b"sgemm_exo")
+                .map_err(|e| e.to_string())?;
+            peers.push(Peer {
+                name: "Exo",
+                call: Box::new(move |m, n, k, a, b, c| {
+                    f(
+                        std::ptr::null_mut(),
+                        m as i64,
+                        n as i64,
+                        k as i64,
+                        a.as_ptr(),
+                        b.as_ptr(),
+                        c.as_mut_ptr(),
+                    )
+                }),
+                _lib: lib,
+            });
+        }
     }
     Ok(peers)
 }

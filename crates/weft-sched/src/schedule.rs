@@ -4,6 +4,7 @@
 use crate::effects::Analysis;
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path};
+use crate::prims::stage_mem::Staging;
 use crate::prims::{self, split::Tail, Rewrite};
 use std::sync::Arc;
 use weft_check::smt::SolverStats;
@@ -409,11 +410,7 @@ impl Schedule {
         name: &str,
         mem: Arc<weft_ir::Memory>,
     ) -> Result<Cursor, SchedError> {
-        let step = format!("stage_mem({buf}, {name})");
-        self.apply("stage_mem", c, step, |a, p, at| {
-            use prims::stage_mem::{stage_mem, Staging};
-            stage_mem(a, p, at, len, buf, region, name, mem, Staging::Copy)
-        })
+        self.stage_mem_as(c, len, buf, region, name, mem, Staging::Copy)
     }
 
     /// [`Schedule::stage_mem`] in accumulate mode (Exo's `accum=True`): the statements only
@@ -428,10 +425,26 @@ impl Schedule {
         name: &str,
         mem: Arc<weft_ir::Memory>,
     ) -> Result<Cursor, SchedError> {
-        let step = format!("stage_mem({buf}, {name}, accumulate)");
+        self.stage_mem_as(c, len, buf, region, name, mem, Staging::Accumulate)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn stage_mem_as(
+        &mut self,
+        c: &Cursor,
+        len: usize,
+        buf: &str,
+        region: &[(Expr, Expr)],
+        name: &str,
+        mem: Arc<weft_ir::Memory>,
+        mode: Staging,
+    ) -> Result<Cursor, SchedError> {
+        let step = match mode {
+            Staging::Copy => format!("stage_mem({buf}, {name})"),
+            Staging::Accumulate => format!("stage_mem({buf}, {name}, accumulate)"),
+        };
         self.apply("stage_mem", c, step, |a, p, at| {
-            use prims::stage_mem::{stage_mem, Staging};
-            stage_mem(a, p, at, len, buf, region, name, mem, Staging::Accumulate)
+            prims::stage_mem::stage_mem(a, p, at, len, buf, region, name, mem, mode)
         })
     }
 

@@ -27,8 +27,8 @@ use libloading::Library;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use support::{find_lib, fma_peak, median, opt};
-use weft::jit::{Arg, BufArg, Jit, Kernel};
+use support::{find_lib, median, opt};
+use weft::jit::{Arg, BufArg, Kernel};
 
 /// (N, H, W, C, K, R): batch, output height and width, input and output channels, window.
 type Shape = (usize, usize, usize, usize, usize, usize);
@@ -648,25 +648,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dnnl_path = find_lib(&venv.join("lib"), "libdnnl")
         .ok_or("oneDNN (onednn-cpu-gomp) not found; run bash bench/peers/setup.sh")?;
 
-    let t = Instant::now();
-    let program = weft::load(&file)?;
-    let load = t.elapsed();
-    let proc = program
-        .module
-        .proc(&name)
-        .ok_or_else(|| format!("{} has no proc {name}", file.display()))?
-        .clone();
-    let jit = Jit::new()?;
-    let module = jit.compile(std::slice::from_ref(&proc))?;
-    let kernel = module.kernel(&name)?;
-    let peak = fma_peak(&jit, &root, threads)?;
-    println!(
-        "weft: {name} of {} loaded (parsed, checked, scheduled) in {:.1} ms",
-        file.display(),
-        load.as_secs_f64() * 1e3
-    );
-    println!("threads: {threads}; FMA peak (fma_peak): {peak:.1} GFLOP/s");
-    println!();
+    let (kernel, peak) = support::weft_kernel(&root, &file, &name, threads)?;
     let exo = ExoConv::load(&venv)?;
     if exo.is_none() {
         println!("(Exo's convolution not built: run bash bench/peers/setup.sh)");

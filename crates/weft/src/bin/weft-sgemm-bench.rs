@@ -25,8 +25,8 @@ mod support;
 use libloading::Library;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use support::{find_lib, fma_peak, median, opt, python_library, site_packages};
-use weft::jit::{Arg, BufArg, Jit, Kernel};
+use support::{find_lib, median, opt, python_library, site_packages};
+use weft::jit::{Arg, BufArg, Kernel};
 
 /// Squares, then shapes that real callers use and register tiles do not divide.
 const SHAPES: &[(usize, usize, usize)] = &[
@@ -337,27 +337,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     support::set_thread_env(threads);
     let venv = support::peers_venv(&root);
     let peers = load_peers(&venv, threads)?;
-    let t = Instant::now();
-    let program = weft::load(&file)?;
-    let load = t.elapsed();
-    let proc = program
-        .module
-        .proc(&name)
-        .ok_or_else(|| format!("{} has no proc {name}", file.display()))?
-        .clone();
-    let jit = Jit::new()?;
-    let module = jit.compile(std::slice::from_ref(&proc))?;
-    let kernel = module.kernel(&name)?;
-    let peak = fma_peak(&jit, &root, threads)?;
-    println!(
-        "weft: {name} of {} loaded (parsed, checked, scheduled) in {:.1} ms; compiler: {} {}",
-        file.display(),
-        load.as_secs_f64() * 1e3,
-        jit.compiler(),
-        jit.all_flags().join(" ")
-    );
-    println!("threads: {threads}; FMA peak (fma_peak): {peak:.1} GFLOP/s");
-    println!();
+    let (kernel, peak) = support::weft_kernel(&root, &file, &name, threads)?;
     let names: Vec<&str> = peers.iter().map(|p| p.name).collect();
     println!(
         "| M x N x K | weft GFLOP/s | {} | weft / fastest | weft / peak |",

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use weft::jit::{Arg, BufArg, Jit};
+use weft::jit::{Arg, BufArg, Jit, Kernel};
 
 /// The value of `--name VALUE` among the command-line arguments.
 pub fn opt(args: &[String], name: &str) -> Option<String> {
@@ -113,4 +113,36 @@ pub fn fma_peak(jit: &Jit, root: &Path, threads: usize) -> Result<f64, Box<dyn s
     }
     let chains = if threads > 1 { 2.0 } else { 1.0 };
     Ok(chains * n as f64 * 24.0 * 16.0 * 2.0 / best / 1e9)
+}
+
+/// The weft kernel `name` of `file`: loaded (parsed, checked, scheduled) and compiled, with the
+/// machine's FMA peak at `threads` threads, both reported on standard output.
+pub fn weft_kernel(
+    root: &Path,
+    file: &Path,
+    name: &str,
+    threads: usize,
+) -> Result<(Kernel, f64), Box<dyn std::error::Error>> {
+    let t = Instant::now();
+    let program = weft::load(file)?;
+    let load = t.elapsed();
+    let proc = program
+        .module
+        .proc(name)
+        .ok_or_else(|| format!("{} has no proc {name}", file.display()))?
+        .clone();
+    let jit = Jit::new()?;
+    let module = jit.compile(std::slice::from_ref(&proc))?;
+    let kernel = module.kernel(name)?;
+    let peak = fma_peak(&jit, root, threads)?;
+    println!(
+        "weft: {name} of {} loaded (parsed, checked, scheduled) in {:.1} ms; compiler: {} {}",
+        file.display(),
+        load.as_secs_f64() * 1e3,
+        jit.compiler(),
+        jit.all_flags().join(" ")
+    );
+    println!("threads: {threads}; FMA peak (fma_peak): {peak:.1} GFLOP/s");
+    println!();
+    Ok((kernel, peak))
 }

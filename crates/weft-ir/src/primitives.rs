@@ -358,6 +358,12 @@ pub const PRIMITIVES: &[Primitive] = &[
         "it is a `pass` or contains only passes.",
     ),
     prim(
+        "inline_window",
+        &[req("stmt", ParamKind::Stmt, "the window statement (`\"let w\"`)")],
+        "Replaces every use of the window's name in the rest of its block by the window it stands for (accesses, windows of it, strides) and removes the window statement.",
+        "the window's coordinates read no config field that the statements after it write.",
+    ),
+    prim(
         "simplify",
         &[],
         "Simplifies the control arithmetic of the whole proc (constant folding, affine normal forms).",

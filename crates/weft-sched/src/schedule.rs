@@ -522,6 +522,13 @@ impl Schedule {
     }
 
     /// See [`prims::delete_pass`]. Returns a cursor on the position of the removed statement.
+    /// See [`prims::inline_window`]: the window statement at `c` inlined into its uses.
+    pub fn inline_window(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
+        self.apply("inline_window", c, "inline_window".into(), |a, p, at| {
+            prims::inline_window::inline_window(a, p, at)
+        })
+    }
+
     pub fn delete_pass(&mut self, c: &Cursor) -> Result<Cursor, SchedError> {
         self.apply("delete_pass", c, "delete_pass".into(), |a, p, at| {
             prims::delete_pass::delete_pass(a, p, at)

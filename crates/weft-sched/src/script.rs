@@ -130,6 +130,7 @@ pub fn apply_step_in(
         | "reorder_stmts"
         | "eliminate_dead_code"
         | "delete_pass"
+        | "inline_window"
         | "insert_pass"
         | "inline_assign"
         | "lift_alloc"
@@ -150,6 +151,7 @@ pub fn apply_step_in(
                 "reorder_stmts" => s.reorder_stmts(&c)?,
                 "eliminate_dead_code" => s.eliminate_dead_code(&c)?,
                 "delete_pass" => s.delete_pass(&c)?,
+                "inline_window" => s.inline_window(&c)?,
                 "insert_pass" => s.insert_pass(&c)?,
                 "inline_assign" => s.inline_assign(&c)?,
                 "lift_alloc" => match a.has(1) {

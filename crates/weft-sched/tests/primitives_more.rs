@@ -910,3 +910,69 @@ schedule q = p {
         assert!(e.to_string().contains(what), "{e}");
     }
 }
+
+// ----- inline_window -----
+
+/// `inline_window` translates every use of a window's name (reads, reductions, windows of it,
+/// call arguments) through the window, in either order of two nested windows, with the same
+/// results; coordinates that read a config field the rest of the block writes are refused.
+#[test]
+fn inline_window_translates_uses_through_the_window() {
+    let src = "proc sum2(x: [f32][2] @ DRAM, out: [f32][1] @ DRAM) {
+    out[0] = x[0] + x[1];
+}
+proc p(n: size, A: f32[n, 8] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM) {
+    for i in 0..n {
+        let w = A[i, 2:6];
+        y[i] = w[0] + w[3];
+        let v = w[1:3];
+        y[i] += v[1];
+        sum2(v, z[i:i + 1]);
+    }
+}
+schedule q = p {
+    inline_window(\"window w\");
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    common::shows(
+        &s,
+        &[
+            "y[i] = A[i, 2 + 0] + A[i, 2 + 3];",
+            "let v = A[i, 2 + 1:2 + 3];",
+        ],
+    );
+    common::lacks(&s, &["let w"]);
+    for n in [1, 4] {
+        common::same_results(&s, &[("n", n)]);
+    }
+    let both = src.replace(
+        "    inline_window(\"window w\");\n",
+        "    inline_window(\"window v\");\n    inline_window(\"window w\");\n",
+    );
+    let (s, r) = common::scheduled(&both);
+    r.unwrap();
+    common::shows(
+        &s,
+        &[
+            "y[i] += A[i, 2 + (1 + 1)];",
+            "sum2(A[i, 2 + 1:2 + 3], z[i:i + 1]);",
+        ],
+    );
+    common::same_results(&s, &[("n", 3)]);
+
+    let config = "config C { k: index }
+proc p(A: f32[8] @ DRAM, y: f32[2] @ DRAM) {
+    assert C.k >= 0 and C.k < 7;
+    let w = A[C.k:C.k + 2];
+    C.k = 0;
+    y[0] = w[1];
+}
+schedule q = p {
+    inline_window(\"window w\");
+}
+";
+    let (_, r) = common::scheduled(config);
+    common::rejected(r, "inline_window", "written by the statements after it");
+}

@@ -121,9 +121,10 @@ pub fn inline_call(_a: &mut Analysis, p: &weft_ir::Proc, at: &Path) -> Result<Re
     })
 }
 
-/// The translation of the callee's buffer parameters to the caller's views.
-struct Translate<'a> {
-    views: &'a HashMap<u64, (Sym, Vec<WinCoord>)>,
+/// The translation of buffer names bound to views (a callee's parameters, a window statement's
+/// name) to the views' buffers and coordinates.
+pub(super) struct Translate<'a> {
+    pub(super) views: &'a HashMap<u64, (Sym, Vec<WinCoord>)>,
 }
 
 fn plus(lo: &Expr, i: Expr) -> Expr {

@@ -21,6 +21,7 @@ pub mod fold_into_reduce;
 pub mod fuse;
 pub mod inline_assign;
 pub mod inline_call;
+pub mod inline_window;
 pub mod insert_call;
 pub mod insert_pass;
 pub mod left_reassociate_expr;

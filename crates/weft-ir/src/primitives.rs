@@ -434,9 +434,15 @@ pub const PRIMITIVES: &[Primitive] = &[
             req("expr", ParamKind::DataExpr, "the expression to bind"),
             req("name", ParamKind::NewName, "the new scalar's name"),
             opt("memory", ParamKind::Memory, "its memory", "`DRAM_STACK`"),
+            opt(
+                "count",
+                ParamKind::Int,
+                "how many consecutive statements, from the one named, read the scalar",
+                "1",
+            ),
         ],
-        "Computes the expression into a new scalar just before the assignment or reduction, and reads the scalar where the expression occurred.",
-        "the statement is an assignment or reduction whose right-hand side contains the expression.",
+        "Computes the expression into a new scalar just before the assignment or reduction (the first of `count`), and reads the scalar where the expression occurred in them.",
+        "the statements are assignments or reductions whose right-hand sides contain the expression; over several, those before the last write no location it reads.",
     ),
     // ----- buffers -----
     prim(

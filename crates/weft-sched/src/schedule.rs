@@ -553,9 +553,22 @@ impl Schedule {
         name: &str,
         mem: Arc<weft_ir::Memory>,
     ) -> Result<Cursor, SchedError> {
-        let step = format!("bind_expr({e}, {name})");
+        self.bind_expr_over(c, 1, e, name, mem)
+    }
+
+    /// [`Schedule::bind_expr`] over `count` consecutive statements from `c` (Exo's binding of
+    /// several occurrences): `e` computed once before the first.
+    pub fn bind_expr_over(
+        &mut self,
+        c: &Cursor,
+        count: usize,
+        e: &Expr,
+        name: &str,
+        mem: Arc<weft_ir::Memory>,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("bind_expr({e}, {name}, {count})");
         self.apply("bind_expr", c, step, |a, p, at| {
-            prims::bind_expr::bind_expr(a, p, at, e, name, mem)
+            prims::bind_expr::bind_expr(a, p, at, e, name, mem, count)
         })
     }
 

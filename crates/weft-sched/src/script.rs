@@ -222,7 +222,14 @@ pub fn apply_step_in(
                 false => memories("DRAM_STACK")
                     .ok_or_else(|| a.error(1, "unknown memory `DRAM_STACK`".into()))?,
             };
-            s.bind_expr(&c, &e, a.name(2)?, mem)?;
+            let count = match a.has(4) {
+                true => usize::try_from(a.int(4)?)
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| a.error(4, "a count is 1 or more".into()))?,
+                false => 1,
+            };
+            s.bind_expr_over(&c, count, &e, a.name(2)?, mem)?;
         }
         "stage_mem" => {
             let c = a.stmt(s, 0)?;

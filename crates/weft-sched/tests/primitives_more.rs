@@ -976,3 +976,49 @@ schedule q = p {
     let (_, r) = common::scheduled(config);
     common::rejected(r, "inline_window", "written by the statements after it");
 }
+
+// ----- bind_expr over several statements -----
+
+/// `bind_expr` with a count binds the occurrences in consecutive statements to one scalar
+/// computed before the first, where the statements before the last write nothing the expression
+/// reads; a statement that writes what it reads is refused with the conflict.
+#[test]
+fn bind_expr_over_several_statements() {
+    let src =
+        "proc p(n: size, a: f32[n] @ DRAM, b: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM) {
+    for i in 0..n {
+        y[i] = a[i] * b[i] + 1.0;
+        z[i] += a[i] * b[i];
+        y[i] += 2.0 * (a[i] * b[i]);
+    }
+}
+schedule q = p {
+    bind_expr(\"y = #0\", a[i] * b[i], ab, DRAM_STACK, 3);
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    common::shows(
+        &s,
+        &[
+            "let ab: f32 @ DRAM_STACK = a[i] * b[i];",
+            "y[i] = ab + 1.0;",
+            "z[i] += ab;",
+            "y[i] += 2.0 * ab;",
+        ],
+    );
+    for n in [1, 5] {
+        common::same_results(&s, &[("n", n)]);
+    }
+    // The second statement writes a cell the expression reads.
+    let bad = src.replace("z[i] += a[i] * b[i];", "a[i] += a[i] * b[i];");
+    let (_, r) = common::scheduled(&bad);
+    common::rejected(r, "bind_expr", "writes a location");
+    // A loop among the statements.
+    let bad = src.replace(
+        "        z[i] += a[i] * b[i];\n",
+        "        for j in 0..1 {\n            z[i] += a[i] * b[i];\n        }\n",
+    );
+    let (_, r) = common::scheduled(&bad);
+    common::rejected(r, "bind_expr", "not an assignment or a reduction");
+}

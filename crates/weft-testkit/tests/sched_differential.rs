@@ -1086,12 +1086,22 @@ fn new_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras) -> Option<String
             });
             let e = (*subs.get(rng.gen_range(0..subs.len().max(1)))?).clone();
             let name = x.fresh("b");
+            // Sometimes over the statements after it too (refused where one of them, not the
+            // last, writes what the expression reads).
+            let count = if rng.gen_bool(0.3) {
+                rng.gen_range(2..=3)
+            } else {
+                1
+            };
             let at = s
-                .bind_expr(&s.cursor(path.clone()), &e, &name, stack_memory())
+                .bind_expr_over(&s.cursor(path.clone()), count, &e, &name, stack_memory())
                 .ok()?;
             let Ty::Data(dtype) = e.ty else {
                 unreachable!()
             };
+            if count > 1 {
+                return Some(format!("bind_expr {e} over {count} at {path}"));
+            }
             x.pending = match rng.gen_range(0..10) {
                 0..=2 => s.prev(&at).map(Pending::InlineAssign),
                 3..=7 => {

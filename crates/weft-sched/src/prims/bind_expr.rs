@@ -10,20 +10,26 @@
 //! operators, symbols, constants and types; spans ignored) is replaced by a read of the new
 //! rank-0 buffer `x`, whose element type `T` is `e`'s data type and whose memory `M` is given.
 //!
-//! Conditions: the statement is an assignment or a reduction; `e` is a data expression with at
-//! least one occurrence in its right-hand side; `M` is addressable and imposes no innermost
-//! dimension (a rank-0 buffer has none).
+//! Over `count` consecutive statements (Exo's binding of several occurrences), `x = e` runs
+//! before the first and the occurrences in all of them read `x`.
 //!
-//! Safety: `x = e` runs immediately before the statement, and nothing runs in between, so `e`
-//! reads the same store there as it did inside the statement (the statement evaluates its
+//! Conditions: the statements are assignments or reductions; `e` is a data expression with at
+//! least one occurrence in their right-hand sides; `M` is addressable and imposes no innermost
+//! dimension (a rank-0 buffer has none); over several statements, those before the last write
+//! (or reduce into) no location `e` reads, proved with the effect analysis (counterexample
+//! otherwise), so that `e` has at every occurrence the value it has before the first.
+//!
+//! Safety: `x = e` runs immediately before the statement, and nothing runs in between (or, over
+//! several statements, nothing that writes what `e` reads), so `e` reads the same store there as
+//! it did inside the statement (the statement evaluates its
 //! right-hand side before it writes, and its indices are control values that read no data).
 //! Expressions have no effects, so every occurrence had the same value, which is now read from
 //! `x` — error values (uninitialised cells) included, since they are stored and read back as
 //! they are. The rewrite is therefore always an equivalence; `x` is a new symbol, so it captures
 //! nothing.
 
-use super::{describe, stmt_at, Rewrite};
-use crate::effects::Analysis;
+use super::{conflict_error, describe, stmt_at, Rewrite};
+use crate::effects::{Analysis, Effects};
 use crate::error::SchedError;
 use crate::path::{self, Forward, Path, Step};
 use std::sync::Arc;
@@ -31,27 +37,31 @@ use weft_ir::{BufType, Const, Expr, ExprKind, Memory, Stmt, StmtKind, Sym, Ty, W
 
 const PRIM: &str = "bind_expr";
 
-/// Bind the occurrences of `e` in the statement at `at` to a new scalar buffer `name` in `mem`.
+/// Bind the occurrences of `e` in the `count` statements from `at` to a new scalar buffer `name`
+/// in `mem`.
+#[allow(clippy::too_many_arguments)]
 pub fn bind_expr(
-    _a: &mut Analysis,
+    a: &mut Analysis,
     p: &weft_ir::Proc,
     at: &Path,
     e: &Expr,
     name: &str,
     mem: Arc<Memory>,
+    count: usize,
 ) -> Result<Rewrite, SchedError> {
     let s = stmt_at(PRIM, p, at)?;
     let what = describe(s);
-    let (buf, idx, rhs, reduce) = match &s.kind {
-        StmtKind::Assign { buf, idx, rhs } => (buf, idx, rhs, false),
-        StmtKind::Reduce { buf, idx, rhs } => (buf, idx, rhs, true),
-        _ => {
+    let stmts: Vec<&Stmt> = (0..count.max(1))
+        .map(|j| stmt_at(PRIM, p, &at.sibling(at.last().index + j)))
+        .collect::<Result<_, _>>()?;
+    for t in &stmts {
+        if !matches!(t.kind, StmtKind::Assign { .. } | StmtKind::Reduce { .. }) {
             return Err(
                 SchedError::new(PRIM, "the statement is not an assignment or a reduction")
-                    .at(s.span, what),
-            )
+                    .at(t.span, describe(t)),
+            );
         }
-    };
+    }
     let Ty::Data(dtype) = e.ty else {
         return Err(SchedError::new(
             PRIM,
@@ -72,9 +82,27 @@ pub fn bind_expr(
     super::require_new_names(PRIM, p, at, &[name])?;
     let x = Sym::new(name);
     let read_x = Expr::read(&x, dtype, vec![]);
-    let mut count = 0;
-    let new_rhs = replace_occurrences(rhs, e, &read_x, &mut count);
-    if count == 0 {
+    let mut found = 0;
+    let new_stmts: Vec<Stmt> = stmts
+        .iter()
+        .map(|t| {
+            let kind = match &t.kind {
+                StmtKind::Assign { buf, idx, rhs } => StmtKind::Assign {
+                    buf: buf.clone(),
+                    idx: idx.clone(),
+                    rhs: replace_occurrences(rhs, e, &read_x, &mut found),
+                },
+                StmtKind::Reduce { buf, idx, rhs } => StmtKind::Reduce {
+                    buf: buf.clone(),
+                    idx: idx.clone(),
+                    rhs: replace_occurrences(rhs, e, &read_x, &mut found),
+                },
+                _ => unreachable!("checked above"),
+            };
+            Stmt::new(kind, t.span)
+        })
+        .collect();
+    if found == 0 {
         return Err(
             SchedError::new(PRIM, format!("'{e}' does not occur in the right-hand side"))
                 .at(s.span, what),
@@ -101,27 +129,39 @@ pub fn bind_expr(
         },
         span,
     );
-    let kind = if reduce {
-        StmtKind::Reduce {
-            buf: buf.clone(),
-            idx: idx.clone(),
-            rhs: new_rhs,
+    // Over several statements: those before the last write nothing `e` reads, so every
+    // occurrence still has the value computed before the first.
+    if stmts.len() > 1 {
+        let scope = a.scope_at(p, at);
+        let mine = a.effects(&scope, std::slice::from_ref(&init));
+        let before: Vec<Stmt> = stmts[..stmts.len() - 1]
+            .iter()
+            .map(|t| (*t).clone())
+            .collect();
+        let writes = Effects {
+            accesses: a.effects(&scope, &before).writes().cloned().collect(),
+        };
+        if let Some(c) = a.conflict(&scope.facts, &[], &mine, &writes, false) {
+            return Err(conflict_error(
+                PRIM,
+                format!("a statement before the last writes a location '{e}' reads"),
+                c,
+            ));
         }
-    } else {
-        StmtKind::Assign {
-            buf: buf.clone(),
-            idx: idx.clone(),
-            rhs: new_rhs,
-        }
-    };
-    let new = vec![alloc, init, Stmt::new(kind, span)];
-    let forward = Forward::replaced(at, 3, |rel| {
+    }
+    let n = new_stmts.len();
+    let mut new = vec![alloc, init];
+    new.extend(new_stmts);
+    let forward = Forward::replaced_range(at, n, n + 2, |rel| {
         let mut out = rel.to_vec();
-        out[0] = Step { block: 0, index: 2 };
+        out[0] = Step {
+            block: 0,
+            index: rel[0].index + 2,
+        };
         Some(out)
     });
     Ok(Rewrite {
-        proc: path::replace_stmt(p, at, new),
+        proc: path::replace_range(p, at, n, new),
         forward,
     })
 }

@@ -1,8 +1,9 @@
 //! The shipped AVX-512 convolution schedule (`conv_avx512` of examples/conv.weft) computes bit
 //! for bit what the naive layer computes in the interpreter, at sizes that include 1 and every
-//! remainder of its 6-pixel by 64-channel register tile: every pixel count of the right edge,
-//! 32- and 16-channel strips and the prefix strip, both corners, and windows of 1 and 3; and the
-//! two-core version on both sides of the sizes where its parallel loops start.
+//! remainder of its 6-pixel by 64-channel register tile: every pixel count of the right edge (4,
+//! 2 and 1 at a time), 32- and 16-channel strips and the prefix strip, both corners, and windows
+//! of 1 and 3; and the two-core version on both sides of the sizes where its parallel loops
+//! start.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,7 +26,7 @@ fn avx512_conv_matches_the_interpreter_at_every_remainder() {
     let mut runs = 0;
     for name in ["conv_avx512"] {
         let proc = program.module.proc(name).expect("the schedule").clone();
-        for w in [1, 5, 6, 7, 11, 12, 13] {
+        for w in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13] {
             for k in [1, 15, 16, 17, 47, 63, 64, 65, 79, 100] {
                 for (c, r) in [(1, 1), (3, 3)] {
                     let h = if r == 1 { 2 } else { 1 };
@@ -41,7 +42,7 @@ fn avx512_conv_matches_the_interpreter_at_every_remainder() {
             }
         }
     }
-    assert_eq!(runs, 7 * 10 * 2);
+    assert_eq!(runs, 12 * 10 * 2);
     // The two-core version runs its panels in parallel where K is a multiple of 128 (from 16
     // channels in and 2 rows), or else its rows from 2 rows of 6 pixels and 16 channels in and
     // out: both sides of those, at every kind of edge.

@@ -614,7 +614,7 @@ pub const PRIMITIVES: &[Primitive] = &[
             STMT,
             req("callee", ParamKind::Proc, "the proc or instruction"),
         ],
-        "Replaces the block of as many statements as the callee's body, starting at the statement, by a call of the callee (instruction selection).",
+        "Replaces the block of as many statements as the callee's body, starting at the statement, by a call of the callee (instruction selection). The callee's body may itself call procs and bind windows: a call matches a call of the same proc whose arguments unify (windows by their starts and extents), a window statement one whose window unifies.",
         "the block unifies with the callee's body and the callee's preconditions hold.",
     ),
     prim(

@@ -348,3 +348,77 @@ schedule q = p {
         "{e}"
     );
 }
+
+/// `replace` matches a callee whose body calls procs and binds windows: a call matches a call of
+/// the same proc whose control arguments unify and whose window arguments unify as accesses
+/// (starts) with equal extents; a window statement matches one whose window unifies, and its
+/// name then stands for the other's. A block whose windows start at different places where the
+/// callee's are one, a call of another proc, or an extent that differs is refused.
+#[test]
+fn replace_matches_callees_that_call_procs_and_bind_windows() {
+    let src = "proc inc(n: size, x: [f32][n] @ DRAM) {
+    for i in 0..n {
+        x[i] = x[i] + 1.0;
+    }
+}
+proc dec(n: size, x: [f32][n] @ DRAM) {
+    for i in 0..n {
+        x[i] = x[i] - 1.0;
+    }
+}
+proc twice(n: size, x: [f32][n] @ DRAM) {
+    inc(n, x[0:n]);
+    inc(n, x[0:n]);
+}
+proc via_window(n: size, x: [f32][n] @ DRAM) {
+    assert n >= 2;
+    let w = x[1:n];
+    inc(n - 1, w[0:n - 1]);
+}
+proc p(m: size, y: f32[m, 8] @ DRAM) {
+    for j in 0..m {
+        inc(8, y[j, 0:8]);
+        inc(8, y[j, 0:8]);
+        let v = y[j, 3:8];
+        inc(5, v[0:5]);
+    }
+}
+schedule q = p {
+    replace(\"call inc #0\", twice);
+    replace(\"window v\", via_window);
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    common::shows(&s, &["twice(8, y[j, 0:8]);", "via_window(6, y[j, 2:8]);"]);
+    for m in [1, 3] {
+        common::same_results(&s, &[("m", m)]);
+    }
+    for (from, to, why) in [
+        // The second call views another part of the row than the first.
+        (
+            "        inc(8, y[j, 0:8]);\n        inc(8, y[j, 0:8]);\n",
+            "        inc(4, y[j, 0:4]);\n        inc(4, y[j, 4:8]);\n",
+            "twice",
+        ),
+        // Another proc.
+        (
+            "        inc(8, y[j, 0:8]);\n        inc(8, y[j, 0:8]);\n",
+            "        inc(8, y[j, 0:8]);\n        dec(8, y[j, 0:8]);\n",
+            "twice",
+        ),
+    ] {
+        let bad = src
+            .replace(from, to)
+            .replace("    replace(\"window v\", via_window);\n", "");
+        let (_, r) = common::scheduled(&bad);
+        let e = r.expect_err(why);
+        assert!(e.to_string().contains("replace"), "{e}");
+    }
+    // The window's extent is not the call's: `inc(4, v[0:4])` with `v` five wide.
+    let bad = src
+        .replace("        inc(5, v[0:5]);\n", "        inc(4, v[0:4]);\n")
+        .replace("    replace(\"call inc #0\", twice);\n", "");
+    let (_, r) = common::scheduled(&bad);
+    assert!(r.is_err(), "a window of another extent matched");
+}

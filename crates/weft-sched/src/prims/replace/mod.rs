@@ -21,6 +21,11 @@
 //!   dimensions are intervals is the paper's disjunction; it is decided on the first access by the
 //!   loop variables (an interval dimension carries the callee's loop variables, a point dimension
 //!   none of them), innermost dimensions preferred.
+//! - A call in `f`'s body matches a call of the same proc in the block: control arguments give
+//!   equations, a window argument `x[c...]` against `A[d...]` unifies its start as an access and
+//!   each interval's extent (`hi - lo`) as an equation, with points where the binding has points.
+//!   A window statement matches one whose window unifies so, and its name then stands for the
+//!   block's (a binder). The called procs are the same, so the calls mean the same.
 //! - The equations are identities in the block's bound variables, so each bound variable's
 //!   coefficients must agree on both sides; what remains is a linear system in the unknowns with
 //!   coefficients affine in the knowns, solved by elimination (each unknown becomes an affine

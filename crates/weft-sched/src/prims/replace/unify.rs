@@ -5,7 +5,9 @@
 
 use super::super::describe;
 use std::collections::{HashMap, HashSet};
-use weft_ir::{BinOp, Const, DType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp};
+use weft_ir::{
+    BinOp, Const, DType, Expr, ExprKind, Proc, Span, Stmt, StmtKind, Sym, Ty, UnOp, WinCoord,
+};
 /// An atom of a linear form: a symbol (a known, or a bound variable of the block), an unknown, or
 /// a non-affine known sub-expression (keyed by its text).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -296,6 +298,66 @@ impl Unifier<'_> {
         Ok(())
     }
 
+    /// Unify a callee window `x[c...]` (a call's argument, a window statement's value) with a
+    /// block window `buf[d...]`: their starts as an access (which binds a parameter `x` to
+    /// dimensions of `buf`, or matches a callee binder's counterpart), then each interval's
+    /// extent, and the kinds of the coordinates (a point where the binding has a point, an
+    /// interval for an interval). A whole-buffer window matches only the same binder's
+    /// counterpart, whole.
+    fn window(&mut self, c: &Expr, b: &Expr) -> U<()> {
+        let differ = || Mismatch(format!("'{b}' does not match '{c}'"), b.span);
+        let (ExprKind::Window { buf: x, coords: cc }, ExprKind::Window { buf, coords: bc }) =
+            (&c.kind, &b.kind)
+        else {
+            return Err(differ());
+        };
+        let span = b.span;
+        if cc.is_empty() || bc.is_empty() {
+            // Whole buffers: a callee binder and its counterpart.
+            return match self.ren.get(&x.id()) {
+                Some(y) if y == buf && cc.is_empty() && bc.is_empty() => Ok(()),
+                _ => mismatch(
+                    format!("'{c}' and '{b}': a whole-buffer argument matches only its own counterpart, whole"),
+                    span,
+                ),
+            };
+        }
+        let start = |w: &WinCoord| match w {
+            WinCoord::Point(p) => p.clone(),
+            WinCoord::Interval(lo, _) => lo.clone(),
+        };
+        let c_idx: Vec<Expr> = cc.iter().map(start).collect();
+        let b_idx: Vec<Expr> = bc.iter().map(start).collect();
+        self.access(x, &c_idx, buf, &b_idx, span)?;
+        // The pairs of coordinates that view one dimension of `buf`: for a callee binder, its
+        // counterpart's coordinates one by one; for a parameter, each dimension of `buf` the
+        // binding keeps as an interval with the callee's coordinate of the next dimension of
+        // `x`, and the binding's points with none.
+        let pairs: Vec<(Option<&WinCoord>, &WinCoord)> = if self.ren.contains_key(&x.id()) {
+            cc.iter().map(Some).zip(bc).collect()
+        } else {
+            let mut callee = cc.iter();
+            self.bufs[&x.id()]
+                .dims
+                .iter()
+                .zip(bc)
+                .map(|((_, interval), w)| (if *interval { callee.next() } else { None }, w))
+                .collect()
+        };
+        for (from, w) in pairs {
+            match (from, w) {
+                (Some(WinCoord::Interval(lo, hi)), WinCoord::Interval(blo, bhi)) => {
+                    let ce = Expr::binary(BinOp::Sub, hi.clone(), lo.clone());
+                    let be = Expr::binary(BinOp::Sub, bhi.clone(), blo.clone());
+                    self.equate_ctrl(&ce, &be)?;
+                }
+                (Some(WinCoord::Point(_)) | None, WinCoord::Point(_)) => {}
+                _ => return Err(differ()),
+            }
+        }
+        Ok(())
+    }
+
     /// Which dimensions of the block's buffer are intervals: an interval dimension's index carries
     /// the block's bound variables matching the callee's index; a point dimension carries none.
     /// Innermost dimensions are preferred when several choices fit.
@@ -543,14 +605,23 @@ impl Unifier<'_> {
                     Err(differ())
                 }
             }
-            (StmtKind::Window { .. }, _) | (StmtKind::Call { .. }, _) => mismatch(
-                format!(
-                    "the callee's '{}' (a window or a call) cannot be unified yet; \
-                     inline it in the callee first",
-                    describe(c)
-                ),
-                b.span,
-            ),
+            (StmtKind::Window { name, rhs }, StmtKind::Window { name: n2, rhs: r2 }) => {
+                self.window(rhs, r2)?;
+                self.ren.insert(name.id(), n2.clone());
+                Ok(())
+            }
+            (StmtKind::Call { proc, args }, StmtKind::Call { proc: p2, args: a2 })
+                if proc.name == p2.name && args.len() == a2.len() =>
+            {
+                for ((param, x), y) in proc.args.iter().zip(args).zip(a2) {
+                    match &param.kind {
+                        weft_ir::ArgKind::Ctrl(weft_ir::CtrlType::Bool) => self.data(x, y)?,
+                        weft_ir::ArgKind::Ctrl(_) => self.equate_ctrl(x, y)?,
+                        weft_ir::ArgKind::Buf(_) => self.window(x, y)?,
+                    }
+                }
+                Ok(())
+            }
             _ => Err(differ()),
         }
     }

@@ -1022,3 +1022,35 @@ schedule q = p {
     let (_, r) = common::scheduled(&bad);
     common::rejected(r, "bind_expr", "not an assignment or a reduction");
 }
+
+/// Review hole: in accumulate mode a float tile started at +0.0, which turned a cell's -0.0 into
+/// +0.0 (`-0.0 + 0.0` is `+0.0`), in cells the block never touched too. It starts at -0.0, the
+/// identity of addition: every cell keeps its bits.
+#[test]
+fn stage_mem_accumulate_keeps_negative_zeros() {
+    let src = "proc p(a: f32[4] @ DRAM, x: f32[4] @ DRAM) {
+    a[0] = -0.0;
+    for i in 1..4 {
+        a[i] += x[i];
+    }
+}
+schedule q = p {
+    stage_mem(\"for i\", a[0:4], t, DRAM_STACK, accumulate);
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    let orig = s.version(0).unwrap();
+    for seed in 0..4 {
+        let sizes = std::collections::HashMap::new();
+        let mut x = weft_interp::random_args(orig, &sizes, seed).unwrap();
+        let mut y = x.clone();
+        weft_interp::run(orig, &mut x, &mut Default::default()).unwrap();
+        weft_interp::run(s.proc(), &mut y, &mut Default::default()).unwrap();
+        let bits = |v: &[weft_interp::ArgValue]| -> Vec<String> {
+            v.iter().map(|a| format!("{a:?}")).collect()
+        };
+        assert_eq!(bits(&x), bits(&y), "seed {seed}");
+        assert!(bits(&y)[0].contains("-0.0"), "{:?}", bits(&y));
+    }
+}

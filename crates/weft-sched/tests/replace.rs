@@ -422,3 +422,64 @@ schedule q = p {
     let (_, r) = common::scheduled(&bad);
     assert!(r.is_err(), "a window of another extent matched");
 }
+
+/// Review holes of `replace` for calling callees: an inner call matched a call of another proc
+/// of the same name (an imported one), and a config field written by a call in the block was
+/// not seen as written (its read became an argument, evaluated before the write). Calls now
+/// match only the same proc, and the block's writes include its callees'.
+#[test]
+fn replace_matches_the_same_called_proc_and_sees_config_writes_in_calls() {
+    // Two modules, each with its own `inc`: `twice` of the second calls the other `inc`.
+    let here = module_of(
+        "proc inc(n: size, x: [f32][n] @ DRAM) { for i in 0..n { x[i] = x[i] + 1.0; } }
+         proc p(y: f32[8] @ DRAM) { inc(8, y[0:8]); inc(8, y[0:8]); }",
+    );
+    let there = module_of(
+        "proc inc(n: size, x: [f32][n] @ DRAM) { for i in 0..n { x[i] = x[i] - 1.0; } }
+         proc twice(n: size, x: [f32][n] @ DRAM) { inc(n, x[0:n]); inc(n, x[0:n]); }",
+    );
+    let mut s = Schedule::new(here.proc("p").unwrap().clone());
+    let c = s.find("call inc").unwrap();
+    rejected(
+        s.replace(&c, there.proc("twice").unwrap()),
+        "replace",
+        "does not match",
+    );
+    // With its own module's `twice`, the same block matches.
+    let same = module_of(
+        "proc inc(n: size, x: [f32][n] @ DRAM) { for i in 0..n { x[i] = x[i] + 1.0; } }
+         proc twice(n: size, x: [f32][n] @ DRAM) { inc(n, x[0:n]); inc(n, x[0:n]); }
+         proc p(y: f32[8] @ DRAM) { inc(8, y[0:8]); inc(8, y[0:8]); }",
+    );
+    let mut s = Schedule::new(same.proc("p").unwrap().clone());
+    let c = s.find("call inc").unwrap();
+    s.replace(&c, same.proc("twice").unwrap()).unwrap();
+    same_results(&s, &[]);
+
+    let config = "config C { a: index }
+proc setc(k: index) {
+    C.a = k;
+}
+proc f(k: index, x: [f32][8] @ DRAM) {
+    setc(3);
+    for i in 0..8 {
+        if i < k {
+            x[i] = 1.0;
+        }
+    }
+}
+proc p(y: f32[8] @ DRAM) {
+    setc(3);
+    for i in 0..8 {
+        if i < C.a {
+            y[i] = 1.0;
+        }
+    }
+}
+schedule q = p {
+    replace(\"call setc\", f);
+}
+";
+    let (_, r) = common::scheduled(config);
+    rejected(r, "replace", "which the block writes");
+}

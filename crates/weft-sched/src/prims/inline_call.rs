@@ -37,7 +37,7 @@ use weft_ir::{ArgKind, BinOp, Expr, ExprKind, Stmt, StmtKind, Sym, WinCoord};
 const PRIM: &str = "inline_call";
 
 /// Config fields a block writes, through calls too.
-fn written_configs(b: &[Stmt], out: &mut HashSet<(String, usize)>) {
+pub(super) fn written_configs(b: &[Stmt], out: &mut HashSet<(String, usize)>) {
     let v: Vec<Stmt> = b.to_vec();
     weft_ir::visit::walk_block(&v, &mut |s| match &s.kind {
         StmtKind::WriteConfig { config, field, .. } => {

@@ -31,11 +31,14 @@
 //! reductions included (no reassociation).
 //!
 //! Accumulate mode (Exo's `accum=True`): where `s` only reduces into the region (`A[e] += v`, no
-//! read and no plain write of `A`), the tile starts at zero instead of a copy, and the copy-out
-//! adds it in (`A[l + a] += T[a]`): `A` is read once, after `s`. Every cell ends as its value
-//! plus the sum of what `s` added, summed apart first: for integers (wrapping) the same value, for
-//! floats a reassociation of the reduction, which weft's analyses allow for `+=` (as Exo's do)
-//! and which the user chooses by naming this mode. The region's bounds are evaluated before `s`, in the
+//! read and no plain write of `A`), the tile starts at zero (-0.0 for floats, the identity of
+//! addition) instead of a copy, and the copy-out adds it in (`A[l + a] += T[a]`): `A` is read
+//! once, after `s`. Every cell ends as its value plus the sum of what `s` added, summed apart
+//! first: for integers (wrapping) the same value, for floats a reassociation of the reduction,
+//! which weft's analyses allow for `+=` (as Exo's do) and which the user chooses by naming this
+//! mode.
+//!
+//! The region's bounds are evaluated before `s`, in the
 //! shifted accesses inside `s` and in the copy-out after it: they must read no config field that
 //! `s` writes (the only control state code can change), so that every evaluation gives one value.
 
@@ -335,13 +338,21 @@ pub fn stage_mem(
                 span,
             ),
             // Zeros in (every cell of the tile, unguarded: nothing reads the buffer), the tile
-            // added into the buffer on the way out.
+            // added into the buffer on the way out. A float tile starts at -0.0, the identity of
+            // addition (`-0.0 + x` is `x` for every x, -0.0 included; +0.0 would turn a cell's
+            // -0.0 into +0.0).
             Staging::Accumulate if into_tile => {
+                let identity = match bt.elem {
+                    weft_ir::DType::F32 | weft_ir::DType::F64 => {
+                        Expr::typed_const(weft_ir::Const::Float(-0.0), weft_ir::Ty::Data(bt.elem))
+                    }
+                    _ => zero(),
+                };
                 let s = Stmt::new(
                     StmtKind::Assign {
                         buf: tsym.clone(),
                         idx: dst_idx,
-                        rhs: zero(),
+                        rhs: identity,
                     },
                     span,
                 );

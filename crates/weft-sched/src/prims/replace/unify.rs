@@ -610,8 +610,9 @@ impl Unifier<'_> {
                 self.ren.insert(name.id(), n2.clone());
                 Ok(())
             }
+            // The same proc, not one of the same name (an imported one may share it).
             (StmtKind::Call { proc, args }, StmtKind::Call { proc: p2, args: a2 })
-                if proc.name == p2.name && args.len() == a2.len() =>
+                if std::sync::Arc::ptr_eq(proc, p2) && args.len() == a2.len() =>
             {
                 for ((param, x), y) in proc.args.iter().zip(args).zip(a2) {
                     match &param.kind {
@@ -630,12 +631,7 @@ impl Unifier<'_> {
 /// The config fields a block writes.
 pub(super) fn written_configs(b: &[Stmt]) -> HashSet<(String, usize)> {
     let mut out = HashSet::new();
-    let block: weft_ir::Block = b.to_vec();
-    weft_ir::visit::walk_block(&block, &mut |s| {
-        if let StmtKind::WriteConfig { config, field, .. } = &s.kind {
-            out.insert((config.name.clone(), *field));
-        }
-    });
+    super::super::inline_call::written_configs(b, &mut out);
     out
 }
 

@@ -643,6 +643,12 @@ pub const PRIMITIVES: &[Primitive] = &[
         "both are versions of one proc by the schedule records, and the caller reads no config field the versions may leave different.",
     ),
     prim(
+        "set_window",
+        &[req("name", ParamKind::Buffer, "the buffer parameter")],
+        "Lets a dense buffer parameter take any window (its strides the caller's); the body is unchanged, and on the dense arguments the proc accepted before it computes what it did.",
+        "the parameter is a dense buffer, and the proc checks with it a window (no callee's dense parameter gets it whole, no precondition needs its dense strides).",
+    ),
+    prim(
         "rename",
         &[req("name", ParamKind::NewName, "the new name")],
         "Names the proc as it stands `name` and adds it to the module (a snapshot later steps do not change); the schedule's result keeps the declaration's name.",

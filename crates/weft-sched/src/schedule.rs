@@ -544,6 +544,18 @@ impl Schedule {
         .map(|_| ())
     }
 
+    /// See [`prims::set_window`]: the buffer parameter `name` takes any window.
+    pub fn set_window(&mut self, name: &str) -> Result<(), SchedError> {
+        let root = self.cursor(Path::top(0));
+        self.apply(
+            "set_window",
+            &root,
+            format!("set_window({name})"),
+            |_, p, _| prims::set_window::set_window(p, name),
+        )
+        .map(|_| ())
+    }
+
     /// See [`prims::bind_expr`]: bind the occurrences of `e` in the statement to a new scalar
     /// `name` in `mem`. Returns a cursor on the statement.
     pub fn bind_expr(

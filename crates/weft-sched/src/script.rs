@@ -310,6 +310,7 @@ pub fn apply_step_in(
             let w = a.window(s, &c, 2)?;
             s.insert_call(&c, &g, &w)?;
         }
+        "set_window" => s.set_window(a.name(0)?)?,
         "rename" => {
             let name = new_proc_name(s, 0)?;
             s.rename(name)?;

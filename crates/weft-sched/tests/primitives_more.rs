@@ -1054,3 +1054,64 @@ schedule q = p {
         assert!(bits(&y)[0].contains("-0.0"), "{:?}", bits(&y));
     }
 }
+
+// ----- set_window -----
+
+/// `set_window` makes a dense buffer parameter a window: the body is unchanged, so dense
+/// arguments give the same results, and the proc now takes strided views (a column of a matrix);
+/// refused where the body needs the density (the whole buffer passed to a dense parameter), for
+/// a window already, and for a control parameter.
+#[test]
+fn set_window_makes_a_dense_parameter_a_window() {
+    let src = "proc scale(n: size, x: f32[n] @ DRAM) {
+    for i in 0..n {
+        x[i] = x[i] * 2.0;
+    }
+}
+schedule q = scale {
+    set_window(x);
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    common::shows(&s, &["x: [f32][n] @ DRAM"]);
+    for n in [1, 5] {
+        common::same_results(&s, &[("n", n)]);
+    }
+    // The scheduled proc takes a column of a matrix.
+    let column = format!(
+        "{}proc col(m: size, a: f32[m, 3] @ DRAM) {{\n    scale(m, a[0:m, 1]);\n}}\n",
+        weft_ir::print::proc_to_string(s.proc()).replace("proc q(", "proc scale(")
+    );
+    weft_check::check_module(&common::module_of(&column)).unwrap();
+
+    let dense_callee = "proc dense(n: size, x: f32[n] @ DRAM) {
+    for i in 0..n {
+        x[i] = 0.0;
+    }
+}
+proc p(n: size, x: f32[n] @ DRAM) {
+    dense(n, x);
+}
+schedule q = p {
+    set_window(x);
+}
+";
+    let (_, r) = common::scheduled(dense_callee);
+    common::rejected(r, "set_window", "does not check");
+    for (step, why) in [
+        ("set_window(n);", "not a buffer"),
+        ("set_window(y);", "no parameter"),
+    ] {
+        let (_, r) = common::scheduled(&src.replace("set_window(x);", step));
+        let e = r.expect_err(step);
+        assert!(
+            e.to_string().contains(why) || e.to_string().contains("set_window"),
+            "{e}"
+        );
+    }
+    let (s, r) =
+        common::scheduled(&src.replace("set_window(x);", "set_window(x);\n    set_window(x);"));
+    let _ = s;
+    common::rejected(r, "set_window", "a window already");
+}

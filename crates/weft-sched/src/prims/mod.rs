@@ -40,6 +40,7 @@ pub mod reuse_buffer;
 pub mod rewrite_expr;
 pub mod set_memory;
 pub mod set_precision;
+pub mod set_window;
 pub mod shift;
 pub mod simplify;
 pub mod sink_alloc;

@@ -1975,3 +1975,131 @@ fn schedules_evaluate_config_fields_only_where_the_original_did() {
         );
     }
 }
+
+/// A random nest that works through windows: a row window of `A` (`let w = A[i + a, b:b + m]`),
+/// sometimes a window of it, accesses through both, and calls that pass one to a proc of window
+/// parameters (`add1`). Returns the nest, `add1`, and `add2` (two calls of `add1` on its window,
+/// a callee that calls a proc).
+fn random_windowed(rng: &mut StdRng, case: u64) -> (Arc<Proc>, Arc<Proc>, Arc<Proc>) {
+    let (a, b) = (rng.gen_range(0..3), rng.gen_range(0..3));
+    let nested = rng.gen_bool(0.5);
+    let mut body = format!("        let w = A[i + {a}, {b}:{b} + m];\n");
+    if nested {
+        body.push_str("        let v = w[1:m];\n");
+    }
+    for _ in 0..rng.gen_range(1..=3) {
+        let k = rng.gen_range(1..5);
+        body.push_str(&match rng.gen_range(0..5) {
+            0 => {
+                format!("        for j in 0..m {{\n            B[i, j] = w[j] + {k};\n        }}\n")
+            }
+            1 => format!(
+                "        for j in 0..m {{\n            w[j] += B[i, j] * {k};\n        }}\n"
+            ),
+            2 => "        add1(m, w[0:m]);\n".to_string(),
+            3 if nested => format!(
+                "        for j in 0..m - 1 {{\n            B[i, j] = v[j] * {k};\n        }}\n"
+            ),
+            3 => "        for j in 0..m {\n            w[j] = w[j] + 1;\n        }\n".to_string(),
+            _ if nested => "        add1(m - 1, v[0:m - 1]);\n".to_string(),
+            _ => "        B[i, 0] = w[m - 1];\n".to_string(),
+        });
+    }
+    let src = format!(
+        "proc add1(n: size, x: [i32][n] @ DRAM) {{\n    for t in 0..n {{\n        x[t] = x[t] + 1;\n    }}\n}}\n\
+         proc add2(n: size, x: [i32][n] @ DRAM) {{\n    add1(n, x[0:n]);\n    add1(n, x[0:n]);\n}}\n\
+         proc windowed{case}(n: size, m: size, A: i32[n + 3, m + 3] @ DRAM, B: i32[n + 3, m + 3] @ DRAM) {{\n    \
+         assert m >= 2;\n    for i in 0..n {{\n{body}    }}\n}}\n"
+    );
+    let module = weft_syntax::parse_module(&mut weft_syntax::SourceMap::new(), "win.weft", &src)
+        .unwrap_or_else(|_| panic!("generated proc does not parse:\n{src}"));
+    weft_check::check_module(&module)
+        .unwrap_or_else(|d| panic!("generated proc does not check:\n{src}\n{d:?}"));
+    (
+        module.procs[2].clone(),
+        module.procs[0].clone(),
+        module.procs[1].clone(),
+    )
+}
+
+/// Random schedules of [`random_windowed`] procs: `inline_window` at random window statements,
+/// `replace_all` of the window proc `add1` (which matches the loops that add one through a
+/// window) and of `add2` (which matches two calls of `add1` on one window), among random steps; each accepted step must keep the interpreter's results, and
+/// now and then the compiled C must match the interpreter.
+#[test]
+fn window_schedules_preserve_results() {
+    let cases = env_num("WEFT_SCHED_CASES", 250);
+    let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x3177);
+    let (mut accepted, mut rejected, mut native) = (0u64, 0u64, 0u64);
+    let mut by_primitive = Counts::new();
+    let mut failures = Failures::default();
+    for case in 0..cases {
+        let (orig, add1, add2) = random_windowed(&mut rng, case);
+        let mut s = Schedule::new(orig.clone());
+        s.recheck = true;
+        let mut x = Extras::new(&format!("windowed{case}"), vec![add1.clone(), add2.clone()]);
+        let mut differs = false;
+        'steps: for _ in 0..4 {
+            let step = match rng.gen_range(0..10) {
+                0..=4 => {
+                    let p = s.proc().clone();
+                    let stmts = find::all_stmts(&p);
+                    pick(&mut rng, &stmts, |_, st| {
+                        matches!(st.kind, StmtKind::Window { .. })
+                    })
+                    .and_then(|(path, _)| {
+                        s.inline_window(&s.cursor(path.clone()))
+                            .ok()
+                            .map(|_| format!("inline_window at {path}"))
+                    })
+                }
+                5 => s
+                    .replace_all(&add1)
+                    .ok()
+                    .map(|n| format!("replace_all(add1) x{n}")),
+                6 => s
+                    .replace_all(&add2)
+                    .ok()
+                    .map(|n| format!("replace_all(add2) x{n}")),
+                _ => random_step(&mut rng, &mut s, &mut x).unwrap_or_else(|e| panic!("{e}")),
+            };
+            let Some(desc) = step else {
+                rejected += 1;
+                continue;
+            };
+            accepted += 1;
+            count(&mut by_primitive, &desc);
+            for (k, (n, m)) in [(1, 2), (3, 4), (2, 7)].into_iter().enumerate() {
+                let sizes: HashMap<String, i64> =
+                    [("n".to_string(), n), ("m".to_string(), m)].into();
+                if let Err(e) = compare(&orig, s.proc(), &sizes, &x.fixed, case * 7 + k as u64) {
+                    let headline = format!(
+                        "windowed {case}: step '{desc}' changed the result at n={n} m={m}: {e}"
+                    );
+                    failures.add(headline, &s, &orig, &x);
+                    differs = true;
+                    break 'steps;
+                }
+            }
+        }
+        if case % 10 == 0 && !s.steps().is_empty() && !differs {
+            let sizes: HashMap<String, i64> = [("n".to_string(), 3), ("m".to_string(), 4)].into();
+            if let Err(e) = compiled_matches(&[add1.clone(), add2.clone()], s.proc(), &sizes, case)
+            {
+                failures.add(format!("windowed {case}: {e}"), &s, &orig, &x);
+            }
+            native += 1;
+        }
+    }
+    eprintln!(
+        "{cases} windowed procs: {accepted} steps accepted, {rejected} rejected, {native} compiled-C comparisons; accepted by primitive: {by_primitive:?}"
+    );
+    failures.check();
+    for prim in ["inline_window", "replace_all(add1)", "replace_all(add2)"] {
+        assert!(
+            by_primitive.contains_key(prim),
+            "no {prim} step was accepted: {by_primitive:?}"
+        );
+    }
+}

@@ -483,3 +483,38 @@ schedule q = p {
     let (_, r) = common::scheduled(config);
     rejected(r, "replace", "which the block writes");
 }
+
+/// After `extract_proc` inside a loop, the callee takes the loop variable and the whole buffer
+/// (a dense parameter): `replace` of a like loop elsewhere fixes the buffer's offsets at 0 (a
+/// dense parameter takes a whole buffer), which determines the index argument, and takes the
+/// sizes the parameter's shape names from the buffer's shape. A buffer of another shape is
+/// refused.
+#[test]
+fn replace_after_extract_proc_inside_a_loop() {
+    let src = "proc p(n: size, A: f32[n, 8] @ DRAM, B: f32[n, 8] @ DRAM) {
+    for i in 0..n {
+        for j in 0..8 {
+            A[i, j] = A[i, j] + 1.0;
+        }
+    }
+    for i2 in 0..n {
+        for j in 0..8 {
+            B[i2, j] = B[i2, j] + 1.0;
+        }
+    }
+}
+schedule q = p {
+    extract_proc(\"for j #0\", rowinc);
+    replace(\"for j #0\", rowinc);
+}
+";
+    let (s, r) = common::scheduled(src);
+    r.unwrap();
+    common::shows(&s, &["rowinc(n, i, A);", "rowinc(n, i2, B);"]);
+    for n in [1, 3] {
+        same_results(&s, &[("n", n)]);
+    }
+    let other = src.replace("B: f32[n, 8]", "B: f32[n, 9]");
+    let (_, r) = common::scheduled(&other);
+    rejected(r, "replace", "");
+}

@@ -1239,9 +1239,9 @@ fn new_step(rng: &mut StdRng, s: &mut Schedule, x: &mut Extras) -> Option<String
             )
         }
         "extract_proc" => {
-            // Mostly a loop, often one of the proc body: a callee that takes no loop variable of
-            // the caller is one `replace` can match again (it cannot yet infer an index argument
-            // and a buffer's offset from one access).
+            // Mostly a loop, often one of the proc body (a callee that takes no loop variable of
+            // the caller), or an inner loop, whose callee takes the enclosing loop's variable
+            // and the whole buffer; `replace` can match either again.
             let is_loop = |_: &Path, st: &Stmt| matches!(st.kind, StmtKind::For { .. });
             let is_top_loop = |path: &Path, st: &Stmt| path.depth() == 1 && is_loop(path, st);
             let (path, _) = match rng.gen_range(0..10) {

@@ -21,6 +21,9 @@
 //!   dimensions are intervals is the paper's disjunction; it is decided on the first access by the
 //!   loop variables (an interval dimension carries the callee's loop variables, a point dimension
 //!   none of them), innermost dimensions preferred.
+//! - A dense parameter (not a window) is passed a whole buffer: all its offsets are 0, and its
+//!   shape is the buffer's, which gives the sizes it names (the callee `extract_proc` makes of a
+//!   loop body takes the enclosing loop's variable and the whole buffer).
 //! - A call in `f`'s body matches a call of the same proc in the block: control arguments give
 //!   equations, a window argument `x[c...]` against `A[d...]` unifies its start as an access and
 //!   each interval's extent (`hi - lo`) as an equation, with points where the binding has points.
@@ -123,8 +126,6 @@ pub fn replace(
         .at(first.span, describe(first))
     };
     u.block(&callee.body, stmts, first.span).map_err(fail)?;
-
-    let values = solve(a, p, at, &mut u, callee, first)?;
     // The shapes of the buffers of the proc (arguments and allocations).
     let allocs = alloc_types(p);
     let shapes: HashMap<u64, &Vec<Expr>> = p
@@ -133,6 +134,34 @@ pub fn replace(
         .filter_map(|a| Some((a.sym.id(), &a.buf()?.shape)))
         .chain(allocs.iter().map(|(id, ty)| (*id, &ty.shape)))
         .collect();
+    // A dense parameter is passed a whole buffer (unify.rs fixes its offsets at 0): its shape is
+    // the buffer's, which gives the sizes it names (an `extract_proc`'s `n` of `A: f32[n, 8]`).
+    for param in &callee.args {
+        let ArgKind::Buf(bt) = &param.kind else {
+            continue;
+        };
+        let (false, Some(binding)) = (bt.window, u.bufs.get(&param.sym.id())) else {
+            continue;
+        };
+        let Some(shape) = shapes.get(&binding.buf.id()) else {
+            continue;
+        };
+        if shape.len() == bt.shape.len() {
+            let pairs: Vec<(Expr, Expr)> = bt
+                .shape
+                .iter()
+                .cloned()
+                .zip(shape.iter().cloned())
+                .collect();
+            // Only for inference: an extent that is not affine in the parameters gives no
+            // equation (the call's check compares the shapes in the end).
+            for (x, y) in pairs {
+                let _ = u.equate_ctrl(&x, &y);
+            }
+        }
+    }
+
+    let values = solve(a, p, at, &mut u, callee, first)?;
     let mut args = Vec::new();
     for param in &callee.args {
         match &param.kind {

@@ -203,7 +203,7 @@ impl Unifier<'_> {
         Ok(Lin::atom(a))
     }
 
-    fn equate_ctrl(&mut self, callee_e: &Expr, block_e: &Expr) -> U<()> {
+    pub(super) fn equate_ctrl(&mut self, callee_e: &Expr, block_e: &Expr) -> U<()> {
         let (c, b) = (self.lin_callee(callee_e)?, self.lin_block(block_e)?);
         let diff = b
             .add(c, -1)
@@ -246,8 +246,22 @@ impl Unifier<'_> {
                     span,
                 );
             }
-            let dims = self.choose_dims(idx, bidx)?;
-            let dims = dims
+            // A dense parameter takes a whole buffer: every dimension an interval from 0.
+            let dense = matches!(&param.kind, weft_ir::ArgKind::Buf(t) if !t.window);
+            if dense && rank != idx.len() {
+                return mismatch(
+                    format!(
+                        "'{buf}' has {rank} dimensions where the dense parameter '{x}' has {}: only a whole buffer can be passed to it",
+                        idx.len()
+                    ),
+                    span,
+                );
+            }
+            let dims = match dense {
+                true => vec![true; rank],
+                false => self.choose_dims(idx, bidx)?,
+            };
+            let dims: Vec<(usize, bool)> = dims
                 .into_iter()
                 .enumerate()
                 .map(|(k, interval)| {
@@ -256,6 +270,11 @@ impl Unifier<'_> {
                     (u, interval)
                 })
                 .collect();
+            if dense {
+                for (u, _) in &dims {
+                    self.eqs.push((Lin::atom(Atom::Unknown(*u)), span));
+                }
+            }
             self.bufs.insert(
                 x.id(),
                 BufBinding {

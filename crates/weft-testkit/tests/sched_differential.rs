@@ -1598,6 +1598,23 @@ impl Failures {
 /// The accepted count of every primitive `random_step` can reach, for the summary line.
 type Counts = std::collections::BTreeMap<String, u64>;
 
+/// The first size `(n, m)` of `sizes` where the scheduled proc's interpreter outcome differs
+/// from the original's (each on its own random inputs), as `n=.. m=..: what differs`.
+fn first_difference(
+    orig: &Proc,
+    s: &Schedule,
+    x: &Extras,
+    case: u64,
+    sizes: &[(i64, i64)],
+) -> Option<String> {
+    sizes.iter().enumerate().find_map(|(k, &(n, m))| {
+        let at: HashMap<String, i64> = [("n".to_string(), n), ("m".to_string(), m)].into();
+        compare(orig, s.proc(), &at, &x.fixed, case * 7 + k as u64)
+            .err()
+            .map(|e| format!("n={n} m={m}: {e}"))
+    })
+}
+
 fn count(by_primitive: &mut Counts, desc: &str) {
     let prim = desc.split(' ').next().unwrap_or("").to_string();
     *by_primitive.entry(prim).or_default() += 1;
@@ -1625,17 +1642,13 @@ fn loop_nest_schedules_preserve_results() {
             };
             accepted += 1;
             count(&mut by_primitive, &desc);
-            for (k, (n, m)) in [(5, 4), (1, 1), (2, 7), (3, 1)].into_iter().enumerate() {
-                let sizes: HashMap<String, i64> =
-                    [("n".to_string(), n), ("m".to_string(), m)].into();
-                if let Err(e) = compare(&orig, s.proc(), &sizes, &x.fixed, case * 7 + k as u64) {
-                    let headline = format!(
-                        "nest {case}: step '{desc}' changed the result at n={n} m={m}: {e}"
-                    );
-                    failures.add(headline, &s, &orig, &x);
-                    differs = true;
-                    break 'steps;
-                }
+            if let Some(e) =
+                first_difference(&orig, &s, &x, case, &[(5, 4), (1, 1), (2, 7), (3, 1)])
+            {
+                let headline = format!("nest {case}: step '{desc}' changed the result at {e}");
+                failures.add(headline, &s, &orig, &x);
+                differs = true;
+                break 'steps;
             }
         }
         if case % 10 == 0 && !s.steps().is_empty() && !differs {
@@ -1685,16 +1698,13 @@ fn expression_schedules_preserve_results() {
             };
             accepted += 1;
             count(&mut by_primitive, &desc);
-            for (k, (n, m)) in [(3, 4), (1, 1), (2, 5), (4, 2)].into_iter().enumerate() {
-                let sizes: HashMap<String, i64> =
-                    [("n".to_string(), n), ("m".to_string(), m)].into();
-                if let Err(e) = compare(&orig, s.proc(), &sizes, &x.fixed, case * 7 + k as u64) {
-                    let headline =
-                        format!("sum {case}: step '{desc}' changed the result at n={n} m={m}: {e}");
-                    failures.add(headline, &s, &orig, &x);
-                    differs = true;
-                    break 'steps;
-                }
+            if let Some(e) =
+                first_difference(&orig, &s, &x, case, &[(3, 4), (1, 1), (2, 5), (4, 2)])
+            {
+                let headline = format!("sum {case}: step '{desc}' changed the result at {e}");
+                failures.add(headline, &s, &orig, &x);
+                differs = true;
+                break 'steps;
             }
         }
         if case % 10 == 0 && !s.steps().is_empty() && !differs {
@@ -1947,19 +1957,16 @@ fn schedules_evaluate_config_fields_only_where_the_original_did() {
             };
             accepted += 1;
             count(&mut by_primitive, &desc);
-            for (k, (n, m)) in [(1, 1), (1, 4), (4, 1), (2, 2), (6, 3)]
-                .into_iter()
-                .enumerate()
-            {
-                let sizes: HashMap<String, i64> =
-                    [("n".to_string(), n), ("m".to_string(), m)].into();
-                if let Err(e) = compare(&orig, s.proc(), &sizes, &x.fixed, case * 7 + k as u64) {
-                    let headline = format!(
-                        "guarded {case}: step '{desc}' changed the outcome at n={n} m={m}: {e}"
-                    );
-                    failures.add(headline, &s, &orig, &x);
-                    break 'steps;
-                }
+            if let Some(e) = first_difference(
+                &orig,
+                &s,
+                &x,
+                case,
+                &[(1, 1), (1, 4), (4, 1), (2, 2), (6, 3)],
+            ) {
+                let headline = format!("guarded {case}: step '{desc}' changed the outcome at {e}");
+                failures.add(headline, &s, &orig, &x);
+                break 'steps;
             }
         }
     }
@@ -2070,17 +2077,11 @@ fn window_schedules_preserve_results() {
             };
             accepted += 1;
             count(&mut by_primitive, &desc);
-            for (k, (n, m)) in [(1, 2), (3, 4), (2, 7)].into_iter().enumerate() {
-                let sizes: HashMap<String, i64> =
-                    [("n".to_string(), n), ("m".to_string(), m)].into();
-                if let Err(e) = compare(&orig, s.proc(), &sizes, &x.fixed, case * 7 + k as u64) {
-                    let headline = format!(
-                        "windowed {case}: step '{desc}' changed the result at n={n} m={m}: {e}"
-                    );
-                    failures.add(headline, &s, &orig, &x);
-                    differs = true;
-                    break 'steps;
-                }
+            if let Some(e) = first_difference(&orig, &s, &x, case, &[(1, 2), (3, 4), (2, 7)]) {
+                let headline = format!("windowed {case}: step '{desc}' changed the result at {e}");
+                failures.add(headline, &s, &orig, &x);
+                differs = true;
+                break 'steps;
             }
         }
         if case % 10 == 0 && !s.steps().is_empty() && !differs {

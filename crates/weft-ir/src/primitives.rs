@@ -300,7 +300,7 @@ pub const PRIMITIVES: &[Primitive] = &[
             req("hi", ParamKind::IntExpr, "its upper bound"),
         ],
         "Wraps the statement in `for name in 0..hi`.",
-        "`1 <= hi <= 2^31 - 1`, and running the statement twice is the same as once (no reductions; no write overlaps a read).",
+        "`1 <= hi <= 2^31 - 1`, and, unless `hi` is 1, running the statement twice is the same as once (no reductions; no write overlaps a read).",
     ),
     prim(
         "cut",

@@ -1,4 +1,5 @@
-//! `add_loop` (accepted only for an idempotent statement and a loop that runs) and
+//! `add_loop` (accepted only for an idempotent statement and a loop that runs, or any statement
+//! and a loop that runs once) and
 //! `eliminate_dead_code` (a loop proved never to run, a branch proved never taken).
 
 mod common;
@@ -48,6 +49,24 @@ fn add_loop_rejects_a_reduction_a_self_read_and_a_loop_that_may_not_run() {
         "may run zero times",
     );
     assert_eq!(cex(&e, "n"), 1, "{e}");
+}
+
+#[test]
+fn add_loop_of_one_iteration_wraps_any_statement() {
+    // `for t in 0..1` runs a reduction or a self-read exactly once: accepted; `0..2` is not.
+    let mut s = sched(COPY);
+    let r = s.find("x +=").unwrap();
+    s.add_loop(&r, "t", &Expr::int(1)).unwrap();
+    let y = s.find("y =").unwrap();
+    s.add_loop(&y, "u", &Expr::int(1)).unwrap();
+    shows(&s, &["for t in 0..1 {", "for u in 0..1 {"]);
+    same_for_n(&s, &[1, 3]);
+    let y = s.find("y =").unwrap();
+    rejected(
+        s.add_loop(&y, "v", &Expr::int(2)),
+        "add_loop",
+        "reads a location it writes",
+    );
 }
 
 const TAILS: &str = "proc p(n: size, x: f32[n, 4] @ DRAM) {

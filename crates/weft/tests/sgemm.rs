@@ -17,6 +17,12 @@ fn sizes(m: i64, n: i64, k: i64) -> HashMap<String, i64> {
         .collect()
 }
 
+/// Column counts: every kind of right edge of the 64-column panels (32, 16 and masked columns,
+/// alone and together) and of AVX2's 16-column panels.
+const NS: [i64; 17] = [
+    1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 48, 63, 64, 65, 96, 112, 129,
+];
+
 #[test]
 fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -30,12 +36,12 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     ] {
         if weft::jit::isa::missing(&[isa.to_string()]).is_some() {
             eprintln!("{name} skipped: this CPU lacks {isa}");
-            runs += 7 * 14 * 2;
+            runs += 7 * NS.len() * 2;
             continue;
         }
         let proc = program.module.proc(name).expect("the schedule").clone();
         for m in [1, 5, 6, 7, 11, 12, 13] {
-            for n in [1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 64, 65, 129] {
+            for n in NS {
                 for k in [1, 3] {
                     let opts = RunOptions {
                         sizes: sizes(m, n, k),
@@ -49,12 +55,13 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
             }
         }
     }
-    assert_eq!(runs, 3 * 7 * 14 * 2);
+    assert_eq!(runs, 3 * 7 * NS.len() * 2);
     if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {
         return;
     }
-    // The two-core version's parallel loops run from N >= 256 (panels) and M >= 192 (right edge
-    // row tiles), with K >= 64: the sizes across those thresholds.
+    // The two-core version's parallel loops run from N >= 256 (panels), M >= 384 (the row tiles
+    // of a panel) and M >= 192 (right edge row tiles), with K >= 64: the sizes across those
+    // thresholds.
     let proc = program
         .module
         .proc("sgemm_avx512_par")
@@ -66,6 +73,7 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         (192, 319, 64),
         (63, 256, 64),
         (200, 255, 63),
+        (389, 130, 64),
     ] {
         let opts = RunOptions {
             sizes: sizes(m, n, k),

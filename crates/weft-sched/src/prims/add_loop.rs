@@ -6,7 +6,8 @@
 //!
 //! The inverse of [`super::remove_loop`], with its condition (Exo §4.7): the loop runs at least
 //! once (`0 < hi` proved in the statement's context; and `hi <= 2^31 - 1`, the bound of a size,
-//! so the statement does not run more often than any size could make it), and `s` shadows itself, so running it more
+//! so the statement does not run more often than any size could make it), and, unless `hi <= 1`
+//! is proved too (then the loop runs `s` exactly once), `s` shadows itself, so running it more
 //! than once changes nothing: `s` has no reductions, every write is exact, and no write overlaps a
 //! read of another execution of `s` (see [`super::remove_loop::require_idempotent`]). `hi` is a
 //! control expression over the names in scope; it is evaluated once, and `s` cannot change it
@@ -83,7 +84,7 @@ pub fn add_loop(
         a,
         PRIM,
         &scope.facts,
-        &Term::le(h, Term::Int(weft_ir::types::ENTRY_MAX)),
+        &Term::le(h.clone(), Term::Int(weft_ir::types::ENTRY_MAX)),
         || {
             format!(
                 "the loop may run more than {} times ({hi})",
@@ -110,7 +111,10 @@ pub fn add_loop(
         )
         .at(w.span, "writes the config field"));
     }
-    require_idempotent(a, PRIM, &scope, std::slice::from_ref(s), s.span, &what)?;
+    // A loop that runs exactly once runs the statement once, whatever it does.
+    if a.prove(&scope.facts, &Term::le(h, Term::Int(1))).is_err() {
+        require_idempotent(a, PRIM, &scope, std::slice::from_ref(s), s.span, &what)?;
+    }
     let wrapped = for_stmt(
         Sym::new(name),
         Expr::int(0),

@@ -461,8 +461,8 @@ fn cache_instructions_compile_and_change_nothing() {
 
 /// Review hole: register buffers are zeroed when allocated, and one whose size is a size
 /// parameter (proved to fit) is a variable-length array in C, which an initializer may not
-/// follow; the zeroing is a `memset` that compiles at every size (and that the C compiler drops
-/// where every lane is written first).
+/// follow; the zeroing is a loop of register assignments that compiles at every size (and that
+/// the C compiler drops where every lane is written first).
 #[test]
 fn a_register_buffer_of_a_parameter_size_compiles_and_matches() {
     if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {

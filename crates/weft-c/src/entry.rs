@@ -79,6 +79,13 @@ pub const RUNTIME: &str = r#"/* Argument validation runs once per call, and is m
 #define WEFT_VALIDATION
 #define WEFT_VALIDATION_HELPER static inline
 #endif
+/* The small helpers every buffer argument's validation calls several times: inlined into it
+   (a tiny kernel's call is mostly validation; calling them cost a third of it). */
+#if defined(__GNUC__)
+#define WEFT_VALIDATION_INLINE static inline __attribute__((always_inline, unused))
+#else
+#define WEFT_VALIDATION_INLINE static inline
+#endif
 
 /* Writes a formatted message into the caller's error buffer, if it gave one. */
 WEFT_VALIDATION_HELPER void weft_fail(char *err, int64_t err_len, const char *fmt, ...) {
@@ -139,7 +146,7 @@ static inline bool weft_size_mul(int64_t *acc, int64_t extent, size_t elem_bytes
 /* The element offsets a buffer reaches from its data pointer, *lo <= 0 <= *hi; false when they
    overflow. Only dimensions of extent above 1 are stepped along; their strides must lie within
    +-WEFT_CTRL_MAX (checked before). */
-WEFT_VALIDATION_HELPER bool weft_reach(const weft_buffer *b, int64_t *lo, int64_t *hi) {
+WEFT_VALIDATION_INLINE bool weft_reach(const weft_buffer *b, int64_t *lo, int64_t *hi) {
     *lo = 0;
     *hi = 0;
     for (int32_t d = 0; d < b->rank; d++) {
@@ -158,7 +165,7 @@ WEFT_VALIDATION_HELPER bool weft_reach(const weft_buffer *b, int64_t *lo, int64_
 }
 
 /* The byte range [*lo, *hi) a buffer argument may touch; false when it overflows. */
-WEFT_VALIDATION_HELPER bool weft_span(const weft_buffer *b, int64_t elem_size, uintptr_t *lo, uintptr_t *hi) {
+WEFT_VALIDATION_INLINE bool weft_span(const weft_buffer *b, int64_t elem_size, uintptr_t *lo, uintptr_t *hi) {
     int64_t first, last, lo_bytes, hi_bytes;
     if (!weft_reach(b, &first, &last) || last == INT64_MAX) return false;
     if (!weft_mul_nonneg(-first, elem_size, &lo_bytes) || !weft_mul_nonneg(last + 1, elem_size, &hi_bytes)) return false;
@@ -170,7 +177,7 @@ WEFT_VALIDATION_HELPER bool weft_span(const weft_buffer *b, int64_t elem_size, u
 /* The first dimension whose stride is not that of a dense row-major tensor of b's shape (its
    stride should be *want), -1 when there is none, or b->rank when the dense strides overflow.
    Dimensions of extent 1 are never stepped along, so their strides do not matter. */
-WEFT_VALIDATION_HELPER int32_t weft_dense_mismatch(const weft_buffer *b, int64_t *want) {
+WEFT_VALIDATION_INLINE int32_t weft_dense_mismatch(const weft_buffer *b, int64_t *want) {
     int64_t st = 1;
     for (int32_t d = b->rank - 1; d >= 0; d--) {
         if (b->shape[d] != 1 && b->strides[d] != st) {

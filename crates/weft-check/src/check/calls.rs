@@ -45,10 +45,13 @@ impl Walk<'_> {
                         continue;
                     };
                     if let Some(n) = n {
-                        let msg = format!(
-                            "window of `{buf}` may be out of bounds: point `{}` in dimension {d} must lie in 0..{}",
-                            expr_to_string(p), src.shape_text[d]
-                        );
+                        let (buf, p, extent) = (buf.clone(), p.clone(), src.shape_text[d].clone());
+                        let msg = Msg::lazy(move || {
+                            format!(
+                                "window of `{buf}` may be out of bounds: point `{}` in dimension {d} must lie in 0..{extent}",
+                                expr_to_string(&p)
+                            )
+                        });
                         self.require(
                             in_range(pt.clone(), n.clone()),
                             "bounds",
@@ -68,10 +71,14 @@ impl Walk<'_> {
                         continue;
                     };
                     if let Some(n) = n {
-                        let msg = format!(
-                            "window of `{buf}` may be out of bounds: interval `{}:{}` in dimension {d} must lie within 0..{}",
-                            expr_to_string(lo), expr_to_string(hi), src.shape_text[d]
-                        );
+                        let (buf, lo, hi) = (buf.clone(), lo.clone(), hi.clone());
+                        let extent = src.shape_text[d].clone();
+                        let msg = Msg::lazy(move || {
+                            format!(
+                                "window of `{buf}` may be out of bounds: interval `{}:{}` in dimension {d} must lie within 0..{extent}",
+                                expr_to_string(&lo), expr_to_string(&hi)
+                            )
+                        });
                         let goal = Term::And(vec![
                             Term::le(Term::Int(0), l.clone()),
                             Term::le(l.clone(), h.clone()),
@@ -90,7 +97,10 @@ impl Walk<'_> {
                     }
                     src_to_new.push(Ok(shape.len()));
                     shape.push(Some(Term::sub(h, l.clone())));
-                    shape_text.push(format!("{} - {}", expr_to_string(hi), expr_to_string(lo)));
+                    shape_text.push(ShapeText::Interval {
+                        lo: lo.clone(),
+                        hi: hi.clone(),
+                    });
                     strides.push(src.strides[d].clone());
                     offsets.push(l);
                 }
@@ -180,14 +190,18 @@ impl Walk<'_> {
                     match self.expect_ctrl(arg, c.ty(), &what) {
                         Some(t) => {
                             if c.ty() == Ty::Int {
+                                let what = move || what;
                                 self.require_range(&t, Interval::ENTRY, arg.span.to(span), what);
                             }
                             if *c == CtrlType::Size {
-                                let msg = format!(
-                                    "size argument `{pname}` of `{}` may not be positive: `{}`",
-                                    callee.name,
-                                    expr_to_string(arg)
-                                );
+                                let (name, arg_e) = (callee.name.clone(), arg.clone());
+                                let param = pname.to_string();
+                                let msg = Msg::lazy(move || {
+                                    format!(
+                                        "size argument `{param}` of `{name}` may not be positive: `{}`",
+                                        expr_to_string(&arg_e)
+                                    )
+                                });
                                 self.require(
                                     Term::lt(Term::Int(0), t.clone()),
                                     "precondition",
@@ -249,21 +263,25 @@ impl Walk<'_> {
                     // range where it reads them as control values.
                     for (d, ext) in info.shape.iter().enumerate() {
                         if let Some(ext) = ext {
-                            let what = format!(
-                                "extent {d} of argument `{}` of `{}`",
-                                expr_to_string(arg),
-                                callee.name
-                            );
+                            let (name, arg_e) = (callee.name.clone(), arg.clone());
+                            let what = move || {
+                                format!(
+                                    "extent {d} of argument `{}` of `{name}`",
+                                    expr_to_string(&arg_e)
+                                )
+                            };
                             self.require_range(ext, Interval::ENTRY, arg.span.to(span), what);
                         }
                     }
                     if bt.window && self.ck.param_uses(callee).strides_read.contains(&k) {
                         for (d, st) in info.strides.iter().enumerate() {
-                            let what = format!(
-                                "stride {d} of argument `{}` of `{}`",
-                                expr_to_string(arg),
-                                callee.name
-                            );
+                            let (name, arg_e) = (callee.name.clone(), arg.clone());
+                            let what = move || {
+                                format!(
+                                    "stride {d} of argument `{}` of `{name}`",
+                                    expr_to_string(&arg_e)
+                                )
+                            };
                             self.require_range(st, Interval::ENTRY, arg.span.to(span), what);
                         }
                     }
@@ -283,7 +301,7 @@ impl Walk<'_> {
         env.counter = self.ck.next_unknown;
         env.reads = std::mem::take(&mut self.config_reads);
         // Shapes of buffer arguments must equal the parameters' declared shapes.
-        let mut obligations: Vec<(Term, &'static str, Span, String)> = Vec::new();
+        let mut obligations: Vec<(Term, &'static str, Span, Msg)> = Vec::new();
         for (k, info) in &buf_args {
             let param = &callee.args[*k];
             let Some(bt) = param.buf() else { continue };
@@ -294,28 +312,34 @@ impl Walk<'_> {
                 let Some(have) = info.shape[d].clone() else {
                     continue;
                 };
+                let (arg, name, have_text) = (args[*k].clone(), callee.name.clone(), info.shape_text[d].clone());
+                let (psym, dim) = (param.sym.clone(), dim.clone());
                 obligations.push((
                     Term::eq(have, want),
                     "call",
                     args[*k].span.to(span),
-                    format!(
-                        "argument `{}` of `{}` may have the wrong shape: dimension {d} is {} but `{}` expects {}",
-                        expr_to_string(&args[*k]), callee.name, info.shape_text[d], param.sym, expr_to_string(dim)
-                    ),
+                    Msg::lazy(move || {
+                        format!(
+                            "argument `{}` of `{name}` may have the wrong shape: dimension {d} is {have_text} but `{psym}` expects {}",
+                            expr_to_string(&arg), expr_to_string(&dim)
+                        )
+                    }),
                 ));
             }
         }
         for pred in &callee.preds {
             if let Ok(t) = to_term(pred, &mut env) {
+                let (pred, name) = (pred.clone(), callee.name.clone());
                 obligations.push((
                     t,
                     "precondition",
                     span,
-                    format!(
-                        "this call may violate the precondition `{}` of `{}`",
-                        expr_to_string(pred),
-                        callee.name
-                    ),
+                    Msg::lazy(move || {
+                        format!(
+                            "this call may violate the precondition `{}` of `{name}`",
+                            expr_to_string(&pred)
+                        )
+                    }),
                 ));
             }
         }
@@ -346,13 +370,14 @@ impl Walk<'_> {
                         })
                         .collect(),
                 );
-                let msg = format!(
-                    "arguments `{}` and `{}` of `{}` may overlap, and `{}` writes one of them",
-                    expr_to_string(&args[*ki]),
-                    expr_to_string(&args[*kj]),
-                    callee.name,
-                    callee.name
-                );
+                let (a, b, name) = (args[*ki].clone(), args[*kj].clone(), callee.name.clone());
+                let msg = Msg::lazy(move || {
+                    format!(
+                        "arguments `{}` and `{}` of `{name}` may overlap, and `{name}` writes one of them",
+                        expr_to_string(&a),
+                        expr_to_string(&b)
+                    )
+                });
                 self.require(disjoint, "alias", span, msg, &[]);
             }
         }

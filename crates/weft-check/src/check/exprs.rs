@@ -394,12 +394,13 @@ impl Walk<'_> {
             let (Some(i), Some(n)) = (i, b.shape[d].clone()) else {
                 continue;
             };
-            let msg = format!(
-                "{what} of `{}` may be out of bounds: index `{}` in dimension {d} must lie in 0..{}",
-                b.sym,
-                expr_to_string(e),
-                b.shape_text[d]
-            );
+            let (what, sym, e, extent) = (what.to_string(), b.sym.clone(), e.clone(), b.shape_text[d].clone());
+            let msg = Msg::lazy(move || {
+                format!(
+                    "{what} of `{sym}` may be out of bounds: index `{}` in dimension {d} must lie in 0..{extent}",
+                    expr_to_string(&e)
+                )
+            });
             self.require(
                 in_range(i.clone(), n.clone()),
                 "bounds",

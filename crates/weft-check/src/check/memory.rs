@@ -224,15 +224,16 @@ impl Walk<'_> {
         let Some(d) = src.mem.last_dim else {
             return;
         };
-        let msg = format!(
-            "window `{}` of `{}` must keep the innermost dimension whole (`0:{d}`): memory {} \
-             holds vectors of {d} elements and addresses only whole ones",
-            expr_to_string(e),
-            src.sym,
-            src.mem.name
-        );
+        let (window, sym, mem) = (e.clone(), src.sym.clone(), src.mem.name.clone());
+        let msg = Msg::lazy(move || {
+            format!(
+                "window `{}` of `{sym}` must keep the innermost dimension whole (`0:{d}`): memory \
+                 {mem} holds vectors of {d} elements and addresses only whole ones",
+                expr_to_string(&window)
+            )
+        });
         match last {
-            None => self.err("memory", e.span, msg),
+            None => self.err("memory", e.span, msg.render()),
             Some((l, h)) => {
                 let goal = Term::And(vec![
                     Term::eq(l.clone(), Term::Int(0)),

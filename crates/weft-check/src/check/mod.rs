@@ -42,13 +42,54 @@ enum RootCoord {
     Dim(usize, Term),
 }
 
+/// How a dimension's extent reads in the source, for messages (printed only when one is shown).
+#[derive(Clone, Debug)]
+enum ShapeText {
+    /// A declared extent.
+    Extent(Expr),
+    /// A window interval's `hi - lo`.
+    Interval { lo: Expr, hi: Expr },
+}
+
+impl std::fmt::Display for ShapeText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShapeText::Extent(e) => write!(f, "{}", expr_to_string(e)),
+            ShapeText::Interval { lo, hi } => {
+                write!(f, "{} - {}", expr_to_string(hi), expr_to_string(lo))
+            }
+        }
+    }
+}
+
+/// An obligation's message, rendered only if the obligation fails: most are proved (or not
+/// checked in the walk's mode), and printing their expressions up front was a fifth of the
+/// time a long schedule spent checking.
+struct Msg(Box<dyn FnOnce() -> String>);
+
+impl Msg {
+    fn lazy(render: impl FnOnce() -> String + 'static) -> Msg {
+        Msg(Box::new(render))
+    }
+
+    fn render(self) -> String {
+        (self.0)()
+    }
+}
+
+impl From<String> for Msg {
+    fn from(text: String) -> Msg {
+        Msg::lazy(move || text)
+    }
+}
+
 /// What the checker knows about a buffer in scope.
 #[derive(Clone, Debug)]
 struct BufInfo {
     sym: Sym,
     elem: DType,
     shape: Vec<Option<Term>>,
-    shape_text: Vec<String>,
+    shape_text: Vec<ShapeText>,
     strides: Vec<Term>,
     mem: Arc<Memory>,
     /// A view with arbitrary strides (a window argument or a window binding).
@@ -393,7 +434,7 @@ struct Obligation {
     goal: Term,
     rule: &'static str,
     span: Span,
-    msg: String,
+    msg: Msg,
     /// Terms whose values a counterexample shows.
     show: Vec<(String, Term)>,
     group: usize,
@@ -699,7 +740,7 @@ impl Walk<'_> {
         goal: Term,
         rule: &'static str,
         span: Span,
-        msg: String,
+        msg: impl Into<Msg>,
         show: &[(&str, &Term)],
     ) {
         let group = self.new_group();
@@ -707,7 +748,7 @@ impl Walk<'_> {
             goal,
             rule,
             span,
-            msg,
+            msg: msg.into(),
             show: show
                 .iter()
                 .map(|(l, t)| (l.to_string(), (*t).clone()))
@@ -773,7 +814,7 @@ impl Walk<'_> {
         goal: Term,
         rule: &'static str,
         span: Span,
-        msg: String,
+        msg: Msg,
         show: &[(String, Term)],
     ) -> bool {
         match self.ck.solver.check_valid(&self.facts, &goal) {
@@ -795,12 +836,12 @@ impl Walk<'_> {
                     format!("counterexample: {}", parts.join(", "))
                 };
                 self.diags
-                    .push(Diagnostic::new(rule, span, msg).with_note(note));
+                    .push(Diagnostic::new(rule, span, msg.render()).with_note(note));
                 false
             }
             Validity::Unknown => {
                 self.diags.push(
-                    Diagnostic::new(rule, span, msg)
+                    Diagnostic::new(rule, span, msg.render())
                         .with_note("the solver could not decide this obligation"),
                 );
                 false
@@ -818,15 +859,18 @@ impl Walk<'_> {
             return;
         }
         let group = self.new_group();
-        let text = expr_to_string(e);
         for u in unplaced {
+            let (shown, e) = (u.clone(), e.clone());
             self.add(Obligation {
                 goal: intervals::in_interval(&u, &Interval::I64),
                 rule: "overflow",
                 span: e.span,
-                msg: format!(
-                    "control arithmetic may overflow 64 bits: `{u}` in `{text}` must lie in -2^63..2^63 - 1"
-                ),
+                msg: Msg::lazy(move || {
+                    format!(
+                        "control arithmetic may overflow 64 bits: `{shown}` in `{}` must lie in -2^63..2^63 - 1",
+                        expr_to_string(&e)
+                    )
+                }),
                 show: vec![("value".to_string(), u)],
                 group,
             });
@@ -835,11 +879,21 @@ impl Walk<'_> {
 
     /// A control value crossing into a callee or a config field must lie in `range` (rule
     /// `range`): what the receiving side assumes.
-    fn require_range(&mut self, t: &Term, range: Interval, span: Span, what: String) {
-        let msg = format!(
-            "{what} may lie outside {}..={} (control values entering a proc or a config field lie in ±(2^31 - 1))",
-            range.lo, range.hi
-        );
+    fn require_range(
+        &mut self,
+        t: &Term,
+        range: Interval,
+        span: Span,
+        what: impl FnOnce() -> String + 'static,
+    ) {
+        let msg = Msg::lazy(move || {
+            format!(
+                "{} may lie outside {}..={} (control values entering a proc or a config field lie in ±(2^31 - 1))",
+                what(),
+                range.lo,
+                range.hi
+            )
+        });
         self.require(
             intervals::in_interval(t, &range),
             "range",
@@ -995,7 +1049,8 @@ impl Walk<'_> {
                 if want.is_control() {
                     let t = self.expect_ctrl(rhs, want, "a control config field's value");
                     if let (Some(t), Ty::Int) = (&t, want) {
-                        let what = format!("the value written to `{}.{}`", config.name, f.name);
+                        let (config, field) = (config.name.clone(), f.name.clone());
+                        let what = move || format!("the value written to `{config}.{field}`");
                         self.require_range(t, Interval::ENTRY, s.span, what);
                     }
                     let key = (config.name.clone(), *field);
@@ -1053,11 +1108,14 @@ impl Walk<'_> {
                 // A negative extent is an error (DESIGN.md §2, as in Exo and Halide), not an empty
                 // loop: rewrites that compute bounds must not be able to hide a wrong one.
                 if let (Some(l), Some(h)) = (&l, &h) {
-                    let msg = format!(
-                        "loop `{var}` may have a negative extent: `{}` may exceed `{}`",
-                        expr_to_string(lo),
-                        expr_to_string(hi)
-                    );
+                    let (var, lo, hi) = (var.clone(), lo.clone(), hi.clone());
+                    let msg = Msg::lazy(move || {
+                        format!(
+                            "loop `{var}` may have a negative extent: `{}` may exceed `{}`",
+                            expr_to_string(&lo),
+                            expr_to_string(&hi)
+                        )
+                    });
                     self.require(
                         Term::le(l.clone(), h.clone()),
                         "extent",
@@ -1126,10 +1184,13 @@ impl Walk<'_> {
                     .collect();
                 for (d, (t, e)) in shape.iter().zip(&ty.shape).enumerate() {
                     if let Some(t) = t {
-                        let msg = format!(
-                            "size `{}` of dimension {d} of `{buf}` may not be positive",
-                            expr_to_string(e)
-                        );
+                        let (e, buf) = (e.clone(), buf.clone());
+                        let msg = Msg::lazy(move || {
+                            format!(
+                                "size `{}` of dimension {d} of `{buf}` may not be positive",
+                                expr_to_string(&e)
+                            )
+                        });
                         self.require(
                             Term::lt(Term::Int(0), t.clone()),
                             "size-positive",
@@ -1149,7 +1210,7 @@ impl Walk<'_> {
                     sym: buf.clone(),
                     elem: ty.elem,
                     strides: dense_strides(&shape),
-                    shape_text: ty.shape.iter().map(expr_to_string).collect(),
+                    shape_text: ty.shape.iter().cloned().map(ShapeText::Extent).collect(),
                     root_map: (0..shape.len())
                         .map(|d| RootCoord::Dim(d, Term::Int(0)))
                         .collect(),
@@ -1247,7 +1308,7 @@ impl Walk<'_> {
                 let info = BufInfo {
                     sym: a.sym.clone(),
                     elem: bt.elem,
-                    shape_text: bt.shape.iter().map(expr_to_string).collect(),
+                    shape_text: bt.shape.iter().cloned().map(ShapeText::Extent).collect(),
                     root_map: (0..shape.len())
                         .map(|d| RootCoord::Dim(d, Term::Int(0)))
                         .collect(),
@@ -1276,7 +1337,8 @@ impl Walk<'_> {
         for (a, shape) in shapes {
             for (d, t) in shape.into_iter().enumerate() {
                 if let Some(t) = t {
-                    let msg = format!("extent {d} of `{}` may not be positive", a.sym);
+                    let sym = a.sym.clone();
+                    let msg = Msg::lazy(move || format!("extent {d} of `{sym}` may not be positive"));
                     self.require(
                         Term::lt(Term::Int(0), t.clone()),
                         "size-positive",

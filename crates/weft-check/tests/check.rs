@@ -379,3 +379,30 @@ fn rejects_out_of_bounds_read() {
     assert_eq!(d.rule, "bounds");
     assert!(d.message.starts_with("read of `x`"), "{d}");
 }
+
+/// `check_stmt_but_init` proves the obligations of the one statement it is given (and those
+/// inside it), in the context the rest of the proc makes: a bad access elsewhere is not its
+/// business, a bad one in the statement is, and so is one that only the context makes safe.
+#[test]
+fn a_focused_check_proves_one_statement_in_its_context() {
+    let text = "proc p(n: size, x: f32[n] @ DRAM, y: f32[8] @ DRAM) {
+    assert n <= 8;
+    x[n] = 1.0;
+    for i in 0..n {
+        y[i] = x[i];
+    }
+    y[n] = 2.0;
+}";
+    let mut sources = weft_syntax::SourceMap::new();
+    let m = weft_syntax::parse_module(&mut sources, "t.weft", text).expect("parses");
+    let p = m.proc("p").expect("p").clone();
+    assert!(weft_check::check_proc_but_init(&p).is_err());
+    // The loop reads x[i] and writes y[i]: in bounds because n <= 8 (the assertion's context).
+    let the_loop = &p.body[1];
+    assert!(weft_check::check_stmt_but_init(&p, the_loop).is_ok());
+    for bad in [&p.body[0], &p.body[2]] {
+        let d = weft_check::check_stmt_but_init(&p, bad).expect_err("an out-of-bounds write");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule, "bounds", "{:?}", d[0]);
+    }
+}

@@ -312,7 +312,11 @@ impl Walk<'_> {
                 let Some(have) = info.shape[d].clone() else {
                     continue;
                 };
-                let (arg, name, have_text) = (args[*k].clone(), callee.name.clone(), info.shape_text[d].clone());
+                let (arg, name, have_text) = (
+                    args[*k].clone(),
+                    callee.name.clone(),
+                    info.shape_text[d].clone(),
+                );
                 let (psym, dim) = (param.sym.clone(), dim.clone());
                 obligations.push((
                     Term::eq(have, want),

@@ -394,7 +394,12 @@ impl Walk<'_> {
             let (Some(i), Some(n)) = (i, b.shape[d].clone()) else {
                 continue;
             };
-            let (what, sym, e, extent) = (what.to_string(), b.sym.clone(), e.clone(), b.shape_text[d].clone());
+            let (what, sym, e, extent) = (
+                what.to_string(),
+                b.sym.clone(),
+                e.clone(),
+                b.shape_text[d].clone(),
+            );
             let msg = Msg::lazy(move || {
                 format!(
                     "{what} of `{sym}` may be out of bounds: index `{}` in dimension {d} must lie in 0..{extent}",

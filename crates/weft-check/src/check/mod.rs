@@ -173,12 +173,31 @@ impl Checker {
         self.walk(p, Mode::NoInit)
     }
 
+    /// [`Checker::check_proc_but_init`] of the obligations of one statement of `p` (`focus`,
+    /// a statement of `p`'s body, by address) and the statements inside it: the rest of the proc
+    /// is walked for the context (facts, buffers, config values) but not proved, for the steps
+    /// that change one place of a proc that checked (`replace` and `insert_call` check the call
+    /// they put there).
+    pub fn check_stmt_but_init(&mut self, p: &Proc, focus: &Stmt) -> Vec<Diagnostic> {
+        self.walk_focused(p, Mode::NoInit, Some(focus)).0
+    }
+
     fn walk(&mut self, p: &Proc, mode: Mode) -> Vec<Diagnostic> {
         self.walk_summarised(p, mode).0
     }
 
     /// The diagnostics of a walk of `p`, and what it leaves written in its parameters.
     fn walk_summarised(&mut self, p: &Proc, mode: Mode) -> (Vec<Diagnostic>, Summary) {
+        self.walk_focused(p, mode, None)
+    }
+
+    /// [`Checker::walk_summarised`], proving only the obligations of `focus` where there is one.
+    fn walk_focused(
+        &mut self,
+        p: &Proc,
+        mode: Mode,
+        focus: Option<&Stmt>,
+    ) -> (Vec<Diagnostic>, Summary) {
         if mode != Mode::Summary {
             self.procs += 1;
             self.solver.new_budget();
@@ -208,6 +227,8 @@ impl Checker {
             frame: Vec::new(),
             depth: 0,
             in_instr: p.is_instr(),
+            focus: focus.map(|s| s as *const Stmt),
+            in_focus: focus.is_none(),
         };
         // The walk recurses over expressions and blocks: deeper input is rejected before it.
         match weft_ir::limits::check_depth(p) {
@@ -400,6 +421,11 @@ pub fn check_proc_but_init(p: &Proc) -> Result<(), Vec<Diagnostic>> {
     none_or_all(Checker::new().check_proc_but_init(p))
 }
 
+/// Every rule but definedness, of one statement of a proc ([`Checker::check_stmt_but_init`]).
+pub fn check_stmt_but_init(p: &Proc, focus: &Stmt) -> Result<(), Vec<Diagnostic>> {
+    none_or_all(Checker::new().check_stmt_but_init(p, focus))
+}
+
 fn none_or_all(d: Vec<Diagnostic>) -> Result<(), Vec<Diagnostic>> {
     if d.is_empty() {
         Ok(())
@@ -506,6 +532,11 @@ struct Walk<'c> {
     frame: Vec<FrameSlot>,
     depth: usize,
     in_instr: bool,
+    /// The one statement whose obligations this walk proves (compared by address only), or
+    /// None for all of them.
+    focus: Option<*const Stmt>,
+    /// Whether the walk is inside the focus (always, without one).
+    in_focus: bool,
 }
 
 impl TermEnv for Walk<'_> {
@@ -764,6 +795,9 @@ impl Walk<'_> {
 
     /// Queue an obligation for the next flush, unless intervals already prove it.
     fn add(&mut self, o: Obligation) {
+        if !self.in_focus {
+            return;
+        }
         match self.mode {
             Mode::Full => {}
             Mode::NoInit if o.rule != "init" => {}
@@ -1032,6 +1066,15 @@ impl Walk<'_> {
     }
 
     fn stmt(&mut self, s: &Stmt) {
+        if self.in_focus || self.focus != Some(s as *const Stmt) {
+            return self.stmt_kind(s);
+        }
+        self.in_focus = true;
+        self.stmt_kind(s);
+        self.in_focus = false;
+    }
+
+    fn stmt_kind(&mut self, s: &Stmt) {
         match &s.kind {
             StmtKind::Pass => {}
             StmtKind::Assign { buf, idx, rhs } => self.write(s, buf, idx, rhs, false),
@@ -1338,7 +1381,8 @@ impl Walk<'_> {
             for (d, t) in shape.into_iter().enumerate() {
                 if let Some(t) = t {
                     let sym = a.sym.clone();
-                    let msg = Msg::lazy(move || format!("extent {d} of `{sym}` may not be positive"));
+                    let msg =
+                        Msg::lazy(move || format!("extent {d} of `{sym}` may not be positive"));
                     self.require(
                         Term::lt(Term::Int(0), t.clone()),
                         "size-positive",

@@ -155,22 +155,26 @@ pub(crate) fn buffer_at(
     found
 }
 
-/// Check `probe`, where a step put a call of `callee` at the statement `first` of `old`, with
-/// weft-check: the call's preconditions proved in context, every window in bounds, the memories
-/// and types of the arguments those of the parameters. Only what the call introduces is
-/// reported (problems of the proc as it was are not this step's), with the checker's
-/// counterexample.
+/// Check `probe`, where a step put a call of `callee` (at `at`) in place of, or before, the
+/// statement `first` of `old`, with weft-check: the call's preconditions proved in context,
+/// every window in bounds, the memories and types of the arguments those of the parameters.
+/// Only the call's obligations are proved (the rest of the proc is walked for its context: the
+/// step changed nothing else, and the facade checks the scheduled proc in full), and only what
+/// the call introduces is reported (problems of the proc as it was are not this step's), with
+/// the checker's counterexample.
 pub(crate) fn check_new_call(
     prim: &'static str,
     old: &Proc,
     probe: &Proc,
+    at: &Path,
     callee: &str,
     first: &Stmt,
 ) -> Result<(), SchedError> {
+    let call = stmt_at(prim, probe, at)?;
     // Definedness (rule `init`) is left to the check of the scheduled proc: the call reads what
     // the block it replaces read, and the rule's coarse form for calls (every cell of a register
     // argument written before) would be proved again for every call of the proc at every step.
-    let Err(ds) = weft_check::check_proc_but_init(probe) else {
+    let Err(ds) = weft_check::check_stmt_but_init(probe, call) else {
         return Ok(());
     };
     let before: std::collections::HashSet<String> = weft_check::check_proc_but_init(old)

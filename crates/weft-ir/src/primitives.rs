@@ -215,6 +215,8 @@ const fn opt(
 }
 
 const LOOP: Param = req("loop", ParamKind::Stmt, "the loop");
+const OUTER: Param = req("outer", ParamKind::NewName, "the outer loop's name");
+const INNER: Param = req("inner", ParamKind::NewName, "the inner loop's name");
 const STMT: Param = req("stmt", ParamKind::Stmt, "the statement");
 const ALLOC: Param = req("alloc", ParamKind::Stmt, "the allocation (`\"alloc t\"`)");
 
@@ -241,8 +243,8 @@ pub const PRIMITIVES: &[Primitive] = &[
         &[
             LOOP,
             req("factor", ParamKind::Int, "the factor"),
-            req("outer", ParamKind::NewName, "the outer loop's name"),
-            req("inner", ParamKind::NewName, "the inner loop's name"),
+            OUTER,
+            INNER,
             opt(
                 "tail",
                 ParamKind::Word(TAILS),
@@ -524,7 +526,8 @@ pub const PRIMITIVES: &[Primitive] = &[
         "same shape, type and memory; the old buffer is never read again.",
     ),
     // ----- buffer layouts and loop shapes (Exo's rearrange_dim, resize_dim, unroll_buffer,
-    // join_loops, mult_loops, autolift_alloc, autosink_alloc, lift_scope) -----
+    // join_loops, mult_loops, divide_with_recompute, autolift_alloc, autosink_alloc,
+    // lift_scope) -----
     Primitive {
         name: "rearrange_dim",
         params: &[
@@ -569,6 +572,18 @@ pub const PRIMITIVES: &[Primitive] = &[
         ],
         "Collapses the loop and the loop of constant extent `c` that is its whole body into one loop over `k`, with `i = lo + k / c` and `j = l + k % c`.",
         "the inner bounds are integer constants with `c >= 1`; the outer start reads no config field the body writes.",
+    ),
+    prim(
+        "divide_with_recompute",
+        &[
+            LOOP,
+            req("outer_hi", ParamKind::IntExpr, "the number of tiles `H`"),
+            req("stride", ParamKind::Int, "the distance `c` between tiles"),
+            OUTER,
+            INNER,
+        ],
+        "`for i in lo..hi` becomes `for outer in 0..H { for inner in 0..c + R { i = lo + c * outer + inner } }` with `R = hi - lo - H * c`: `H` tiles that overlap by `R` iterations, the last ending at `hi`; the shared iterations run twice, out of order.",
+        "`c >= 1`; `R >= 0`, `H >= 0` and `hi > lo ⇒ H > 0`; where the tiles overlap (`R > 0` and `H >= 2`), no two different iterations conflict (as for `parallelize`) and an iteration reads nothing it writes (no reductions); the body frees nothing it did not allocate, and writes no config field the bounds or `H` read.",
     ),
     prim(
         "autolift_alloc",
@@ -713,8 +728,8 @@ pub const DIRECTIVES: &[Primitive] = &[
         "split",
         &[
             VAR,
-            req("outer", ParamKind::NewName, "the outer loop's name"),
-            req("inner", ParamKind::NewName, "the inner loop's name"),
+            OUTER,
+            INNER,
             req("factor", ParamKind::Int, "the factor"),
             opt(
                 "tail",

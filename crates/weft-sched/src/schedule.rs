@@ -834,8 +834,8 @@ impl Schedule {
 }
 
 /// Buffer layouts and loop shapes (Exo's `rearrange_dim`, `resize_dim`, `unroll_buffer`,
-/// `join_loops`, `mult_loops`, `lift_scope`), `delete_config`, and `lift_alloc` over several
-/// levels.
+/// `join_loops`, `mult_loops`, `divide_with_recompute`, `lift_scope`), `delete_config`, and
+/// `lift_alloc` over several levels.
 impl Schedule {
     /// See [`prims::rearrange_dim`]: new dimension `k` of the allocation is old dimension
     /// `perm[k]`. Returns a cursor on the allocation.
@@ -885,6 +885,26 @@ impl Schedule {
         let step = format!("mult_loops({name})");
         self.apply("mult_loops", c, step, |a, p, at| {
             prims::mult_loops::mult_loops(a, p, at, name)
+        })
+    }
+
+    /// See [`prims::divide_with_recompute`]: the loop becomes `outer_hi` overlapping tiles of
+    /// `stride` iterations and what is left over, `for outer in 0..outer_hi { for inner in
+    /// 0..stride + (hi - lo - outer_hi * stride) { i = lo + stride * outer + inner } }`, the
+    /// iterations the tiles share recomputed. Returns a cursor on the outer loop.
+    pub fn divide_with_recompute(
+        &mut self,
+        c: &Cursor,
+        outer_hi: &Expr,
+        stride: i64,
+        outer: &str,
+        inner: &str,
+    ) -> Result<Cursor, SchedError> {
+        let step = format!("divide_with_recompute({outer_hi}, {stride}, {outer}, {inner})");
+        self.apply("divide_with_recompute", c, step, |a, p, at| {
+            prims::divide_with_recompute::divide_with_recompute(
+                a, p, at, outer_hi, stride, outer, inner,
+            )
         })
     }
 

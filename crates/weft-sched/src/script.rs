@@ -369,6 +369,11 @@ pub fn apply_step_in(
             let c = a.stmt(s, 0)?;
             s.mult_loops(&c, a.name(1)?)?;
         }
+        "divide_with_recompute" => {
+            let c = a.stmt(s, 0)?;
+            let outer_hi = a.expr(s, &c, 1, None)?;
+            s.divide_with_recompute(&c, &outer_hi, a.int(2)?, a.name(3)?, a.name(4)?)?;
+        }
         "autolift_alloc" => {
             let c = a.stmt(s, 0)?;
             let levels = match a.has(1) {

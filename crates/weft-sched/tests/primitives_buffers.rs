@@ -1575,3 +1575,633 @@ schedule q = p {
         assert!(e.to_string().contains(message), "{name}: {e}");
     }
 }
+
+// ----- divide_with_recompute -----
+
+/// The 1-D three-point blur, whose tiles recompute the iterations they share.
+const BLUR: &str = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        y[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+}";
+
+/// `divide_with_recompute` of the loop matching `pattern` in `src`, its outer bound written as
+/// text (resolved where the loop is): the schedule, or the rejection.
+fn recompute(
+    src: &str,
+    pattern: &str,
+    outer_hi: &str,
+    stride: i64,
+) -> (Schedule, Result<(), weft_sched::SchedError>) {
+    let steps = format!("    divide_with_recompute({pattern}, {outer_hi}, {stride}, io, ii);");
+    script(src, &steps)
+}
+
+#[test]
+fn divide_with_recompute_tiles_a_blur() {
+    let mut s = sched(BLUR);
+    let w = s.find("y =").unwrap();
+    let n = common::arg_of(&s, "n");
+    let h = Expr::binary(BinOp::Div, n, int(4));
+    let c = s
+        .divide_with_recompute(&s.find("for i").unwrap(), &h, 4, "io", "ii")
+        .unwrap();
+    shows(
+        &s,
+        &[
+            "for io in 0..n / 4 {\n        for ii in 0..n - 4 * (n / 4) + 4 {\n            \
+           y[4 * io + ii] = x[4 * io + ii] + x[4 * io + ii + 1] + x[4 * io + ii + 2];",
+        ],
+    );
+    assert_eq!(s.resolve(&c), Some(weft_sched::Path::top(0)));
+    assert_eq!(
+        s.resolve(&w).unwrap(),
+        s.resolve(&c).unwrap().child(0, 0).child(0, 0)
+    );
+    // Sizes that 4 divides (no overlap) and that it does not (overlaps of 1, 2 and 3).
+    same_for_n(&s, &[4, 5, 6, 7, 8, 11, 13]);
+}
+
+/// Exo's own example: the outer bound `(n - 2) / 4` of a loop over `n - 2` points, in text.
+#[test]
+fn divide_with_recompute_in_text() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 6;
+    for i in 0..n - 2 {
+        y[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+}";
+    let (s, r) = recompute(src, "i", "(n - 2) / 4", 4);
+    r.unwrap();
+    shows(&s, &["for io in 0..(n - 2) / 4 {", "y[4 * io + ii] ="]);
+    same_for_n(&s, &[6, 7, 8, 9, 10, 14]);
+}
+
+/// Sizes below the stride run no loop under the guard around it; a stride of 1 needs no guard,
+/// also where the loop runs zero times (`n = 1`).
+#[test]
+fn divide_with_recompute_at_small_sizes() {
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    if n >= 4 {
+        for i in 0..n {
+            y[i] = x[i] + x[i + 1] + x[i + 2];
+        }
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 4", 4);
+    r.unwrap();
+    same_for_n(&s, &[1, 2, 3, 4, 5, 9]);
+    let src = "proc p(n: size, x: f32[n + 1] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n - 1 {
+        y[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+}";
+    let (s, r) = recompute(src, "i", "n - 1", 1);
+    r.unwrap();
+    shows(
+        &s,
+        &["for io in 0..n - 1 {\n        for ii in 0..1 {\n            y[io + ii] ="],
+    );
+    same_for_n(&s, &[1, 2, 5]);
+    // Two tiles of `n - 2` iterations overlapping by `n - 4`, for every `n >= 2`.
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 2;
+    for i in 0..n {
+        y[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+}";
+    let (s, r) = recompute(src, "i", "2", 1);
+    r.unwrap();
+    same_for_n(&s, &[2, 3, 4, 7]);
+}
+
+/// A 2-D stencil: the rows divided with recompute, then the columns of each row.
+#[test]
+fn divide_with_recompute_on_a_nest() {
+    let src = "proc p(n: size, m: size, x: f32[m + 1, n + 1] @ DRAM, y: f32[m, n] @ DRAM) {
+    assert m >= 3 and n >= 2;
+    for j in 0..m {
+        for i in 0..n {
+            y[j, i] = x[j, i] + x[j + 1, i] + x[j, i + 1] * x[j + 1, i + 1];
+        }
+    }
+}";
+    let (s, r) = script(
+        src,
+        "    divide_with_recompute(j, m / 3, 3, jo, ji);
+    divide_with_recompute(i, n / 2, 2, io, ii);",
+    );
+    r.unwrap();
+    shows(
+        &s,
+        &[
+            "for jo in 0..m / 3 {",
+            "for io in 0..n / 2 {",
+            "y[3 * jo + ji, 2 * io + ii] =",
+        ],
+    );
+    for (n, m) in [(2, 3), (3, 4), (5, 5), (6, 8), (9, 7)] {
+        same_results(&s, &[("n", n), ("m", m)]);
+    }
+}
+
+/// A loop that does not start at 0: the tiles start at its start; the bounds of an inner loop may
+/// depend on an outer one.
+#[test]
+fn divide_with_recompute_offsets_by_the_start() {
+    let src = "proc p(n: size, x: f32[n + 1] @ DRAM, y: f32[n + 1] @ DRAM) {
+    assert n >= 4;
+    for i in 1..n + 1 {
+        y[i] = x[i - 1] + x[i];
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 3", 3);
+    r.unwrap();
+    shows(&s, &["y[1 + (3 * io + ii)] = x[1 + (3 * io + ii) - 1]"]);
+    same_for_n(&s, &[4, 5, 6, 7, 10]);
+    let src = "proc p(n: size, x: f32[n, n + 1] @ DRAM, y: f32[n, n] @ DRAM) {
+    for j in 0..n {
+        if j >= 2 {
+            for i in 0..j {
+                y[j, i] = x[j, i] - x[j, i + 1];
+            }
+        }
+    }
+}";
+    let (s, r) = recompute(src, "i", "j / 2", 2);
+    r.unwrap();
+    same_for_n(&s, &[1, 2, 3, 6, 7]);
+}
+
+/// Scratch space allocated in the body is private to an execution of it: written and read there.
+#[test]
+fn divide_with_recompute_allows_private_scratch() {
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        alloc t: f32[3] @ DRAM_STACK;
+        for k in 0..3 {
+            t[k] = x[i + k] * 2.0;
+        }
+        y[i] = t[0] + t[1] + t[2];
+        t[0] = 0.0;
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 4", 4);
+    r.unwrap();
+    same_for_n(&s, &[4, 5, 7, 9]);
+}
+
+/// Where the tiles provably do not overlap, the rewrite is a perfect split, or one tile: neither
+/// condition on the body is needed, not even for a body that is not idempotent.
+#[test]
+fn divide_with_recompute_without_overlap_is_a_split() {
+    let src = "proc p(n: size, x: f32[n + 1] @ DRAM) {
+    assert n % 4 == 0;
+    for i in 0..n {
+        x[i + 1] = x[i + 1] + x[i];
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 4", 4);
+    r.unwrap();
+    // The inner bound is the stride where the overlap is proved empty.
+    shows(&s, &["for io in 0..n / 4 {\n        for ii in 0..4 {"]);
+    same_for_n(&s, &[4, 8, 12]);
+    // One tile: the whole loop, once.
+    let src = "proc p(n: size, x: f32[n + 1] @ DRAM) {
+    for i in 0..n {
+        x[i + 1] = x[i + 1] + x[i];
+    }
+}";
+    let (s, r) = recompute(src, "i", "1", 1);
+    r.unwrap();
+    shows(&s, &["for io in 0..1 {\n        for ii in 0..n {"]);
+    same_for_n(&s, &[1, 2, 5]);
+    // Two tiles overlap where `n > 2`.
+    let src = src.replace("{\n    for", "{\n    assert n >= 2;\n    for");
+    let (_, r) = recompute(&src, "i", "2", 1);
+    let e = rejected(r, "divide_with_recompute", "may conflict");
+    assert!(cex(&e, "n") > 2, "{e}");
+}
+
+/// A call counts with its callee's effects: a callee that writes the cell it reads is refused, one
+/// that writes another buffer is accepted.
+#[test]
+fn divide_with_recompute_sees_through_calls() {
+    let callees = "proc bump(a: [f32][1] @ DRAM) {
+    a[0] = a[0] + 1.0;
+}
+proc blur3(a: [f32][3] @ DRAM, b: [f32][1] @ DRAM) {
+    b[0] = a[0] + a[1] + a[2];
+}
+";
+    let src = format!(
+        "{callees}proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {{
+    assert n >= 4;
+    for i in 0..n {{
+        blur3(x[i:i + 3], y[i:i + 1]);
+    }}
+}}"
+    );
+    let (s, r) = recompute(&src, "i", "n / 4", 4);
+    r.unwrap();
+    same_for_n(&s, &[4, 6, 9]);
+    let src = format!(
+        "{callees}proc p(n: size, x: f32[n] @ DRAM) {{
+    assert n >= 4;
+    for i in 0..n {{
+        bump(x[i:i + 1]);
+    }}
+}}"
+    );
+    let (_, r) = recompute(&src, "i", "n / 4", 4);
+    rejected(
+        r,
+        "divide_with_recompute",
+        "not idempotent: it reads a location it writes",
+    );
+}
+
+/// A reduction into one cell is a conflict between iterations (4); a reduction into a cell of
+/// its own is independent but not idempotent (5).
+#[test]
+fn divide_with_recompute_refuses_reductions() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM, s: f32[1] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        s[0] += x[i];
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    let e = rejected(r, "divide_with_recompute", "iterations of 'i' may conflict");
+    assert!(cex(&e, "n") % 4 != 0, "{e}");
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        y[i] += x[i];
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(
+        r,
+        "divide_with_recompute",
+        "the body is not idempotent: it reduces into y",
+    );
+}
+
+/// A body that reads what it writes runs twice in the overlaps: refused, with sizes that overlap.
+#[test]
+fn divide_with_recompute_refuses_a_body_that_reads_what_it_writes() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        x[i] = x[i] + 1.0;
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    let e = rejected(
+        r,
+        "divide_with_recompute",
+        "the body is not idempotent: it reads a location it writes",
+    );
+    assert!(cex(&e, "n") % 4 != 0, "{e}");
+}
+
+/// Dependences between iterations, in both directions.
+#[test]
+fn divide_with_recompute_refuses_dependent_iterations() {
+    for body in ["x[i + 1] = x[i];", "x[i] = x[i + 1];"] {
+        let src = format!(
+            "proc p(n: size, x: f32[n + 1] @ DRAM) {{
+    assert n >= 4;
+    for i in 0..n {{
+        {body}
+    }}
+}}"
+        );
+        let (_, r) = recompute(&src, "i", "n / 4", 4);
+        let e = rejected(r, "divide_with_recompute", "iterations of 'i' may conflict");
+        assert!(cex(&e, "i") != cex(&e, "i'"), "{e}");
+    }
+}
+
+/// The tiles must stay within the loop, run forwards, and cover it.
+#[test]
+fn divide_with_recompute_refuses_wrong_outer_bounds() {
+    let (_, r) = recompute(BLUR, "i", "n / 4 + 1", 4);
+    let e = rejected(r, "divide_with_recompute", "may exceed the trip count n");
+    assert!(cex(&e, "n") >= 4, "{e}");
+    let (_, r) = recompute(BLUR, "i", "n", 2);
+    rejected(r, "divide_with_recompute", "may exceed the trip count n");
+    // Zero tiles for 4 <= n < 8: nothing would run.
+    let (_, r) = recompute(BLUR, "i", "n / 8", 4);
+    let e = rejected(r, "divide_with_recompute", "may be 0 where the loop runs");
+    assert!((4..8).contains(&cex(&e, "n")), "{e}");
+    // No guard: one tile of 4 cannot cover n < 4.
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n {
+        y[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    let e = rejected(r, "divide_with_recompute", "may be 0 where the loop runs");
+    assert!(cex(&e, "n") < 4, "{e}");
+    // A bound that depends on an enclosing loop: `j = 1` has one iteration and no tile of 2.
+    let src = "proc p(n: size, x: f32[n, n + 1] @ DRAM, y: f32[n, n] @ DRAM) {
+    for j in 0..n {
+        for i in 0..j {
+            y[j, i] = x[j, i] - x[j, i + 1];
+        }
+    }
+}";
+    let (_, r) = recompute(src, "i", "j / 2", 2);
+    let e = rejected(r, "divide_with_recompute", "may be 0 where the loop runs");
+    assert_eq!(cex(&e, "j"), 1, "{e}");
+    // Negative where the loop runs zero times (`n = 1`).
+    let src = "proc p(n: size, x: f32[n + 1] @ DRAM, y: f32[n] @ DRAM) {
+    for i in 0..n - 1 {
+        y[i] = x[i] + x[i + 1];
+    }
+}";
+    let (_, r) = recompute(src, "i", "n - 2", 1);
+    let e = rejected(r, "divide_with_recompute", "may be negative");
+    assert_eq!(cex(&e, "n"), 1, "{e}");
+}
+
+/// The stride is positive, the names new, the outer bound a quasi-affine control expression over
+/// names in scope at the loop, and the statement a loop.
+#[test]
+fn divide_with_recompute_refuses_odd_arguments() {
+    for stride in [0, -4] {
+        let (_, r) = recompute(BLUR, "i", "n / 4", stride);
+        rejected(r, "divide_with_recompute", "the stride must be positive");
+    }
+    let (_, r) = script(BLUR, "    divide_with_recompute(i, n / 4, 4, n, ii);");
+    rejected(r, "divide_with_recompute", "'n' is already a name here");
+    let (_, r) = script(BLUR, "    divide_with_recompute(i, n / 4, 4, io, io);");
+    rejected(r, "divide_with_recompute", "two new things the name 'io'");
+    let (_, r) = script(
+        BLUR,
+        "    divide_with_recompute(\"y =\", n / 4, 4, io, ii);",
+    );
+    rejected(r, "divide_with_recompute", "expected a loop");
+    let mut s = sched(BLUR);
+    let n = common::arg_of(&s, "n");
+    let square = Expr::binary(BinOp::Mul, n.clone(), n);
+    rejected(
+        s.divide_with_recompute(&s.find("for i").unwrap(), &square, 4, "io", "ii"),
+        "divide_with_recompute",
+        "is not a quasi-affine control expression",
+    );
+    // Large values: the tiles would run past the end, or there would be none.
+    let (_, r) = recompute(BLUR, "i", "4611686018427387904", 4);
+    rejected(r, "divide_with_recompute", "may exceed the trip count");
+    let (_, r) = recompute(BLUR, "i", "n / 9223372036854775807", 9223372036854775807);
+    rejected(r, "divide_with_recompute", "may be 0 where the loop runs");
+    // A loop that never runs: no tile, of any stride; one tile would run past its end.
+    let src = "proc p(n: size, y: f32[n] @ DRAM) {
+    for i in 0..0 {
+        y[0] = 1.0;
+    }
+}";
+    let (s, r) = recompute(src, "i", "0", 9223372036854775807);
+    r.unwrap();
+    shows(
+        &s,
+        &["for io in 0..0 {\n        for ii in 0..9223372036854775807 {"],
+    );
+    same_for_n(&s, &[1, 2]);
+    let (_, r) = recompute(src, "i", "1", 9223372036854775807);
+    rejected(r, "divide_with_recompute", "may exceed the trip count 0");
+}
+
+/// A config field is one location: written in one iteration and read in the same one, it makes
+/// the body not idempotent; written in every iteration, the iterations conflict.
+#[test]
+fn divide_with_recompute_refuses_config_writes_that_are_read() {
+    let src = "config C { v: f32 }
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        if i == 0 {
+            C.v = x[0];
+            y[0] = C.v;
+        }
+        if i > 0 {
+            y[i] = x[i];
+        }
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(
+        r,
+        "divide_with_recompute",
+        "the body is not idempotent: it reads a location it writes",
+    );
+    let src = "config C { v: f32 }
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        C.v = x[i];
+        y[i] = C.v;
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(r, "divide_with_recompute", "iterations of 'i' may conflict");
+    // The same through a call.
+    let src = "config C { v: f32 }
+proc put(a: [f32][1] @ DRAM) {
+    C.v = a[0];
+}
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        put(x[i:i + 1]);
+        y[i] = C.v;
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(r, "divide_with_recompute", "iterations of 'i' may conflict");
+}
+
+/// The inner bound evaluates the loop's bounds and the outer bound again in every tile: a config
+/// field the body writes must not be among what they read.
+#[test]
+fn divide_with_recompute_refuses_bounds_the_body_changes() {
+    let src = "config C { k: index }
+proc p(n: size, y: f32[n + 8] @ DRAM) {
+    assert n >= 4;
+    C.k = n;
+    for i in 0..C.k {
+        y[i] = 1.0;
+        C.k = 4;
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(
+        r,
+        "divide_with_recompute",
+        "config C is read by the loop bounds or the outer bound and written by the loop body",
+    );
+}
+
+// Attempts to break `divide_with_recompute`: each either rejected or compared with the original.
+
+/// Aliases through windows: a window bound before the loop makes `w[i] = x[i]` the dependence
+/// `x[i + 1] = x[i]`, and `w[i] = x[i + 1] * 2.0` a body that reads the cell it writes; a window
+/// bound in the body makes `w[0] = w[1]` the anti-dependence `x[i] = x[i + 1]`.
+#[test]
+fn divide_with_recompute_sees_through_windows() {
+    for body in ["w[i] = x[i];", "w[i] = x[i + 1] * 2.0;"] {
+        let src = format!(
+            "proc p(n: size, x: f32[n + 2] @ DRAM) {{
+    assert n >= 4;
+    let w = x[1:n + 1];
+    for i in 0..n {{
+        {body}
+    }}
+}}"
+        );
+        let (_, r) = recompute(&src, "i", "n / 4", 4);
+        assert!(r.is_err(), "accepted: {body}");
+    }
+    let src = "proc p(n: size, x: f32[n + 1] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        let w = x[i:i + 2];
+        w[0] = w[1];
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(r, "divide_with_recompute", "iterations of 'i' may conflict");
+}
+
+/// A buffer allocated before the loop and written by it, read after: the overlapping tiles write
+/// every cell (some twice, with the same value), so what follows reads what it read before.
+#[test]
+fn divide_with_recompute_of_a_producer_loop() {
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    alloc t: f32[n] @ DRAM;
+    for i in 0..n {
+        t[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+    for i in 0..n {
+        y[i] = t[i] * t[n - 1 - i];
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 4", 4);
+    r.unwrap();
+    same_for_n(&s, &[4, 5, 7, 10]);
+}
+
+/// A parallel loop keeps its mark on the inner loop only: two tiles may write one cell.
+#[test]
+fn divide_with_recompute_of_a_parallel_loop() {
+    let src = "proc p(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in par(0..n) {
+        y[i] = x[i] + x[i + 1] + x[i + 2];
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 4", 4);
+    r.unwrap();
+    shows(
+        &s,
+        &["for io in 0..n / 4 {\n        for ii in par(0..n - 4 * (n / 4) + 4) {"],
+    );
+    same_for_n(&s, &[4, 7, 9]);
+}
+
+/// A write whose cell depends on a config value is refused: the analysis lets another iteration
+/// see another value of the field, so the iterations may conflict (and the shadowing rule that
+/// `remove_loop` shares refuses it too); a config value read only as data is accepted.
+#[test]
+fn divide_with_recompute_and_config_reads() {
+    let src = "config C { k: index, s: f32 }
+proc p(n: size, x: f32[n + 4] @ DRAM, y: f32[n + 4] @ DRAM) {
+    assert n >= 4;
+    C.k = 2;
+    C.s = 3.0;
+    for i in 0..n {
+        y[i + C.k % 4] = x[i] * C.s;
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(r, "divide_with_recompute", "iterations of 'i' may conflict");
+    let src = "config C { s: f32 }
+proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM) {
+    assert n >= 4;
+    C.s = 3.0;
+    for i in 0..n {
+        y[i] = x[i] * C.s;
+    }
+}";
+    let (s, r) = recompute(src, "i", "n / 4", 4);
+    r.unwrap();
+    same_for_n(&s, &[4, 6, 9]);
+}
+
+/// Bounds read from a config field: each read is an unknown value of its own, so a trip count
+/// `n + C.k - C.k` is not proved to be `n` and the step is refused (soundly; weft cannot relate
+/// them).
+#[test]
+fn divide_with_recompute_with_a_config_start() {
+    let src = "config C { k: index }
+proc p(n: size, x: f32[n + 8] @ DRAM, y: f32[n + 8] @ DRAM) {
+    assert n >= 4;
+    C.k = 3;
+    for i in C.k..n + C.k {
+        y[i] = x[i] + x[i + 1];
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(
+        r,
+        "divide_with_recompute",
+        "may exceed the trip count n + C.k - (C.k)",
+    );
+}
+
+/// The idempotence rule is the simple one: a cell of a buffer from outside the body that one
+/// iteration writes and then reads is refused, although its second run would read its own write
+/// (allocate such a temporary in the body instead); repeated writes of one cell are accepted.
+#[test]
+fn divide_with_recompute_refuses_a_write_then_read_of_an_outer_buffer() {
+    let src = "proc p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, t: f32[n] @ DRAM) {
+    assert n >= 4;
+    for i in 0..n {
+        t[i] = x[i] * 2.0;
+        y[i] = t[i] + 1.0;
+    }
+}";
+    let (_, r) = recompute(src, "i", "n / 4", 4);
+    rejected(
+        r,
+        "divide_with_recompute",
+        "the body is not idempotent: it reads a location it writes",
+    );
+    // Four writes of `y[i]`, then (or not) a read of it.
+    for read_back in [true, false] {
+        let last = if read_back { "y[i] = y[i];" } else { "" };
+        let src = format!(
+            "proc p(n: size, x: f32[n + 3] @ DRAM, y: f32[n] @ DRAM) {{
+    assert n >= 4;
+    for i in 0..n {{
+        for k in 0..4 {{
+            y[i] = x[i + k];
+        }}
+        {last}
+    }}
+}}"
+        );
+        let (s, r) = recompute(&src, "i", "n / 4", 4);
+        if read_back {
+            rejected(r, "divide_with_recompute", "not idempotent");
+        } else {
+            r.unwrap();
+            same_for_n(&s, &[4, 6, 9]);
+        }
+    }
+}

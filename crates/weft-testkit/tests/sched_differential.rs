@@ -12,7 +12,8 @@
 //! swaps a call for a version of the callee scheduled by random steps of its own. The expression
 //! primitives ([`EXPR_PRIMITIVES`]) run on the random procs too, and on template procs of sums
 //! and repeated writes (`expression_schedules_preserve_results`), which have the shapes they
-//! rewrite.
+//! rewrite; `divide_with_recompute` runs on template stencils too
+//! (`recompute_schedules_preserve_results`), where overlapping tiles meet dependences.
 //! `partial_eval` changes the signature: the original then runs with the fixed sizes, and the
 //! scheduled proc with the original's other arguments. Sizes at which a proc would run too long
 //! in the interpreter are scaled down (the original) or left out (a scheduled proc).
@@ -163,6 +164,7 @@ const NEW_PRIMITIVES: &[&str] = &[
     "unroll_buffer",
     "join_loops",
     "mult_loops",
+    "divide_with_recompute",
     "lift_scope",
     "delete_config",
     "autolift_alloc",
@@ -648,6 +650,7 @@ const BUFFER_LOOP_PRIMITIVES: &[&str] = &[
     "unroll_buffer",
     "join_loops",
     "mult_loops",
+    "divide_with_recompute",
     "lift_scope",
     "delete_config",
     "autolift_alloc",
@@ -669,7 +672,7 @@ fn fuzz_config() -> Arc<weft_ir::Config> {
 /// One of [`BUFFER_LOOP_PRIMITIVES`], at a statement chosen to suit it; where the random proc
 /// seldom has the shape the primitive needs, a step that makes it comes first (`cut` before
 /// `join_loops`, a guarded `split` before `mult_loops`, `expand_dim` by a constant before
-/// `unroll_buffer`), and the description names both.
+/// `unroll_buffer`, `specialize` before `divide_with_recompute`), and the description names both.
 fn buffer_loop_step(
     rng: &mut StdRng,
     s: &mut Schedule,
@@ -799,6 +802,53 @@ fn buffer_loop_step(
                 s.mult_loops(&c, &name).ok()?;
                 format!("mult_loops at {path} (after split {f} {})", tail.name())
             }
+        }
+        "divide_with_recompute" => {
+            // A random stride and outer bound, right or wrong for the trip count `N` (too many
+            // tiles, none, fewer than the sizes allow), on the loop as it is or, half the time,
+            // on its copy under `if N >= stride` (`specialize`), where the sizes below the stride
+            // that no outer bound covers do not reach it.
+            let (path, st) = pick(rng, stmts, is_loop)?;
+            let StmtKind::For { lo, hi, .. } = &st.kind else {
+                unreachable!()
+            };
+            let trip = match lo.as_int_const() {
+                Some(0) => hi.clone(),
+                _ => Expr::binary(BinOp::Sub, hi.clone(), lo.clone()),
+            };
+            let c = rng.gen_range(1..=3);
+            let div = |e: Expr, d: i64| Expr::binary(BinOp::Div, e, Expr::int(d));
+            let outer_hi = match rng.gen_range(0..7) {
+                0 | 1 => div(trip.clone(), c),
+                2 => div(Expr::binary(BinOp::Sub, trip.clone(), Expr::int(1)), c),
+                3 => div(trip.clone(), 2 * c),
+                4 => Expr::binary(BinOp::Add, div(trip.clone(), c), Expr::int(1)),
+                5 => Expr::int(rng.gen_range(0..=2)),
+                _ => Expr::binary(BinOp::Sub, trip.clone(), Expr::int(1)),
+            };
+            let (io, ii) = (
+                format!("ro{}", s.steps().len()),
+                format!("ri{}", s.steps().len()),
+            );
+            let (at, after) = if rng.gen_bool(0.5) {
+                (s.cursor(path.clone()), String::new())
+            } else {
+                let cond = trip.ge(Expr::int(c));
+                let guard = s.specialize(&s.cursor(path.clone()), &cond).ok()?;
+                (s.body(&guard, 0, 0)?, format!(" (after specialize {cond})"))
+            };
+            let nest = s.divide_with_recompute(&at, &outer_hi, c, &io, &ii).ok()?;
+            // Tiles may overlap unless the inner loop runs `c` iterations (no overlap was proved)
+            // or there is at most one tile.
+            let overlap = match s.stmt(&nest).map(|st| &st.kind) {
+                Some(StmtKind::For { body, .. }) => {
+                    matches!(&body[0].kind, StmtKind::For { hi, .. } if hi.as_int_const() != Some(c))
+                        && !matches!(outer_hi.as_int_const(), Some(0 | 1))
+                }
+                _ => false,
+            };
+            let overlap = if overlap { ", tiles may overlap" } else { "" };
+            format!("divide_with_recompute {outer_hi} {c} at {path}{after}{overlap}")
         }
         "autolift_alloc" => {
             let (path, _) = pick(rng, stmts, is_alloc)?;
@@ -1620,51 +1670,182 @@ fn count(by_primitive: &mut Counts, desc: &str) {
     *by_primitive.entry(prim).or_default() += 1;
 }
 
+/// What the fuzzers of template procs ([`random_nest`], [`random_sum`], [`random_stencil`]) count.
+#[derive(Default)]
+struct Tally {
+    accepted: u64,
+    rejected: u64,
+    native: u64,
+    by_primitive: Counts,
+    failures: Failures,
+}
+
+/// One case of a fuzzer of template procs: up to `steps` steps, each chosen and applied by `step`
+/// (`None`: rejected), on a schedule of `orig`, a proc of the kind `kind` (for the messages); each
+/// accepted step compared with the original on the interpreter at `sizes` (`(n, m)`; a difference
+/// ends the case), and every 10th case's result against compiled C at the first of them. Returns
+/// the descriptions of the accepted steps.
+fn template_case(
+    kind: &str,
+    case: u64,
+    orig: &Arc<Proc>,
+    steps: usize,
+    sizes: &[(i64, i64)],
+    t: &mut Tally,
+    mut step: impl FnMut(&mut Schedule, &mut Extras) -> Option<String>,
+) -> Vec<String> {
+    let mut s = Schedule::new(orig.clone());
+    s.recheck = true;
+    let mut x = Extras::new(&format!("{kind}{case}"), Vec::new());
+    let mut differs = false;
+    let mut descs = Vec::new();
+    for _ in 0..steps {
+        let Some(desc) = step(&mut s, &mut x) else {
+            t.rejected += 1;
+            continue;
+        };
+        t.accepted += 1;
+        count(&mut t.by_primitive, &desc);
+        descs.push(desc.clone());
+        if let Some(e) = first_difference(orig, &s, &x, case, sizes) {
+            let headline = format!("{kind} {case}: step '{desc}' changed the result at {e}");
+            t.failures.add(headline, &s, orig, &x);
+            differs = true;
+            break;
+        }
+    }
+    if case.is_multiple_of(10) && !s.steps().is_empty() && !differs {
+        let (n, m) = sizes[0];
+        let at: HashMap<String, i64> = [("n".to_string(), n), ("m".to_string(), m)].into();
+        if let Err(e) = compiled_matches(&[], s.proc(), &at, case) {
+            t.failures.add(format!("{kind} {case}: {e}"), &s, orig, &x);
+        }
+        t.native += 1;
+    }
+    descs
+}
+
 #[test]
 fn loop_nest_schedules_preserve_results() {
     let cases = env_num("WEFT_SCHED_CASES", 250);
     let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x4e57);
-    let (mut accepted, mut rejected, mut native) = (0u64, 0u64, 0u64);
-    let mut by_primitive = Counts::new();
-    let mut failures = Failures::default();
+    let mut t = Tally::default();
     for case in 0..cases {
         let orig = random_nest(&mut rng, case);
-        let mut s = Schedule::new(orig.clone());
-        s.recheck = true;
-        let mut x = Extras::new(&format!("nest{case}"), Vec::new());
-        let mut differs = false;
-        'steps: for _ in 0..4 {
-            let step = random_step(&mut rng, &mut s, &mut x);
-            let Some(desc) = step.unwrap_or_else(|e| panic!("{e}")) else {
-                rejected += 1;
-                continue;
-            };
-            accepted += 1;
-            count(&mut by_primitive, &desc);
-            if let Some(e) =
-                first_difference(&orig, &s, &x, case, &[(5, 4), (1, 1), (2, 7), (3, 1)])
-            {
-                let headline = format!("nest {case}: step '{desc}' changed the result at {e}");
-                failures.add(headline, &s, &orig, &x);
-                differs = true;
-                break 'steps;
-            }
+        let sizes = [(5, 4), (1, 1), (2, 7), (3, 1)];
+        template_case("nest", case, &orig, 4, &sizes, &mut t, |s, x| {
+            random_step(&mut rng, s, x).unwrap_or_else(|e| panic!("{e}"))
+        });
+    }
+    eprintln!(
+        "{cases} nests: {} steps accepted, {} rejected, {} compiled-C comparisons; accepted by primitive: {:?}",
+        t.accepted, t.rejected, t.native, t.by_primitive
+    );
+    t.failures.check();
+    assert!(t.native > 0);
+    assert!(t.accepted > cases / 2 && t.rejected > cases / 2);
+}
+
+/// A random stencil for `divide_with_recompute`: a 2-deep nest (starts 0 or 1) whose statements
+/// write `A` or `B` from reads at small offsets, mostly of `C`, which nothing writes (the blur
+/// shape that tiles with recompute), and now and then of the written buffers, with `+=`, through
+/// scratch allocated in the body, or under an `if`: independent or not, idempotent or not. A
+/// precondition `n >= k` sometimes lets an outer bound such as `n / 3` cover the loop.
+fn random_stencil(rng: &mut StdRng, case: u64) -> Arc<Proc> {
+    let off = |rng: &mut StdRng| rng.gen_range(0..3);
+    let idx = |rng: &mut StdRng| format!("i + {}, j + {}", off(rng), off(rng));
+    let src_buf = |rng: &mut StdRng| ["C", "C", "C", "A", "B"][rng.gen_range(0..5)];
+    let mut body = String::new();
+    let scratch = rng.gen_bool(0.25);
+    if scratch {
+        let (r1, r2) = (src_buf(rng), src_buf(rng));
+        let (i1, i2) = (idx(rng), idx(rng));
+        body.push_str(&format!(
+            "            alloc t: i32[2] @ DRAM_STACK;\n            t[0] = {r1}[{i1}];\n            \
+             t[1] = {r2}[{i2}] * 2;\n"
+        ));
+    }
+    for _ in 0..rng.gen_range(1..=2) {
+        let dst = ["A", "B"][rng.gen_range(0..2)];
+        let op = if rng.gen_bool(0.15) { "+=" } else { "=" };
+        let (d, s1, s2) = (idx(rng), idx(rng), idx(rng));
+        let (r1, r2) = (src_buf(rng), src_buf(rng));
+        let extra = if scratch { " + t[0] - t[1]" } else { "" };
+        let stmt = format!("{dst}[{d}] {op} {r1}[{s1}] + {r2}[{s2}] * 3{extra};");
+        if rng.gen_bool(0.2) {
+            body.push_str(&format!(
+                "            if i + j > 2 {{\n                {stmt}\n            }}\n"
+            ));
+        } else {
+            body.push_str(&format!("            {stmt}\n"));
         }
-        if case % 10 == 0 && !s.steps().is_empty() && !differs {
-            let sizes: HashMap<String, i64> = [("n".to_string(), 5), ("m".to_string(), 4)].into();
-            if let Err(e) = compiled_matches(&[], s.proc(), &sizes, case) {
-                failures.add(format!("nest {case}: {e}"), &s, &orig, &x);
+    }
+    let (ilo, jlo) = (rng.gen_range(0..2), rng.gen_range(0..2));
+    let pre = match rng.gen_range(0..3) {
+        0 => format!(
+            "    assert n >= {} and m >= {};\n",
+            rng.gen_range(2..=6),
+            rng.gen_range(2..=6)
+        ),
+        _ => String::new(),
+    };
+    let src = format!(
+        "proc stencil{case}(n: size, m: size, A: i32[n + 3, m + 3] @ DRAM, \
+         B: i32[n + 3, m + 3] @ DRAM, C: i32[n + 3, m + 3] @ DRAM) {{\n{pre}\
+         for i in {ilo}..n {{\n        for j in {jlo}..m {{\n{body}        }}\n    }}\n}}\n"
+    );
+    parse_proc(&src)
+}
+
+/// `divide_with_recompute` on [`random_stencil`]s, with random strides and outer bounds (right
+/// ones and wrong ones), sometimes after `specialize` on the trip count, and now and then another
+/// random step before or after: every accepted step compared with the original on the
+/// interpreter at sizes where tiles of 1 to 3 overlap and where they do not (and where the loops
+/// run once or not at all), every 10th result against compiled C. Steps whose tiles may overlap
+/// must be accepted in a default run, and wrong outer bounds rejected.
+#[test]
+fn recompute_schedules_preserve_results() {
+    let cases = env_num("WEFT_SCHED_CASES", 250);
+    let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xd17e);
+    let mut t = Tally::default();
+    let (mut divided, mut overlapping, mut refused) = (0u64, 0u64, 0u64);
+    let sizes = [(7, 9), (1, 1), (2, 3), (5, 4), (8, 6), (3, 11), (12, 13)];
+    for case in 0..cases {
+        let orig = random_stencil(&mut rng, case);
+        let descs = template_case("stencil", case, &orig, 3, &sizes, &mut t, |s, x| {
+            if x.pending.is_some() || rng.gen_bool(0.3) {
+                return random_step(&mut rng, s, x).unwrap_or_else(|e| panic!("{e}"));
             }
-            native += 1;
+            let p = s.proc().clone();
+            let stmts = find::all_stmts(&p);
+            let d = buffer_loop_step(&mut rng, s, "divide_with_recompute", &p, &stmts);
+            refused += d.is_none() as u64;
+            d
+        });
+        for d in descs
+            .iter()
+            .filter(|d| d.starts_with("divide_with_recompute"))
+        {
+            divided += 1;
+            overlapping += d.ends_with("tiles may overlap") as u64;
         }
     }
     eprintln!(
-        "{cases} nests: {accepted} steps accepted, {rejected} rejected, {native} compiled-C comparisons; accepted by primitive: {by_primitive:?}"
+        "{cases} stencils: {} steps accepted ({divided} divide_with_recompute, {overlapping} of \
+         them with tiles that may overlap), {} rejected ({refused} divide_with_recompute), {} \
+         compiled-C comparisons; accepted by primitive: {:?}",
+        t.accepted, t.rejected, t.native, t.by_primitive
     );
-    failures.check();
-    assert!(native > 0);
-    assert!(accepted > cases / 2 && rejected > cases / 2);
+    t.failures.check();
+    assert!(t.native > 0);
+    if cases >= 250 {
+        assert!(
+            overlapping > cases / 20 && refused > cases / 2,
+            "too few overlapping divisions accepted ({overlapping}) or refused ({refused})"
+        );
+    }
 }
 
 /// Random schedules of [`random_sum`] procs: mostly the expression primitives, now and then
@@ -1676,55 +1857,30 @@ fn expression_schedules_preserve_results() {
     let cases = env_num("WEFT_SCHED_CASES", 250);
     let seed = env_num("WEFT_SCHED_SEED", 0x5eed);
     let mut rng = StdRng::seed_from_u64(seed ^ 0xe4e5);
-    let (mut accepted, mut rejected, mut native) = (0u64, 0u64, 0u64);
-    let mut by_primitive = Counts::new();
-    let mut failures = Failures::default();
+    let mut t = Tally::default();
     for case in 0..cases {
         let orig = random_sum(&mut rng, case);
-        let mut s = Schedule::new(orig.clone());
-        s.recheck = true;
-        let mut x = Extras::new(&format!("sum{case}"), Vec::new());
-        let mut differs = false;
-        'steps: for _ in 0..6 {
-            let step = if x.pending.is_some() || rng.gen_bool(0.15) {
-                random_step(&mut rng, &mut s, &mut x).unwrap_or_else(|e| panic!("{e}"))
+        let sizes = [(3, 4), (1, 1), (2, 5), (4, 2)];
+        template_case("sum", case, &orig, 6, &sizes, &mut t, |s, x| {
+            if x.pending.is_some() || rng.gen_bool(0.15) {
+                random_step(&mut rng, s, x).unwrap_or_else(|e| panic!("{e}"))
             } else {
                 let prim = EXPR_PRIMITIVES[rng.gen_range(0..EXPR_PRIMITIVES.len())];
-                expr_step(&mut rng, &mut s, &mut x, prim)
-            };
-            let Some(desc) = step else {
-                rejected += 1;
-                continue;
-            };
-            accepted += 1;
-            count(&mut by_primitive, &desc);
-            if let Some(e) =
-                first_difference(&orig, &s, &x, case, &[(3, 4), (1, 1), (2, 5), (4, 2)])
-            {
-                let headline = format!("sum {case}: step '{desc}' changed the result at {e}");
-                failures.add(headline, &s, &orig, &x);
-                differs = true;
-                break 'steps;
+                expr_step(&mut rng, s, x, prim)
             }
-        }
-        if case % 10 == 0 && !s.steps().is_empty() && !differs {
-            let sizes: HashMap<String, i64> = [("n".to_string(), 3), ("m".to_string(), 4)].into();
-            if let Err(e) = compiled_matches(&[], s.proc(), &sizes, case) {
-                failures.add(format!("sum {case}: {e}"), &s, &orig, &x);
-            }
-            native += 1;
-        }
+        });
     }
     eprintln!(
-        "{cases} sums: {accepted} steps accepted, {rejected} rejected, {native} compiled-C comparisons; accepted by primitive: {by_primitive:?}"
+        "{cases} sums: {} steps accepted, {} rejected, {} compiled-C comparisons; accepted by primitive: {:?}",
+        t.accepted, t.rejected, t.native, t.by_primitive
     );
-    failures.check();
-    assert!(accepted > cases && rejected > cases / 2);
+    t.failures.check();
+    assert!(t.accepted > cases && t.rejected > cases / 2);
     if cases >= 250 {
         let starved: Vec<&str> = EXPR_PRIMITIVES
             .iter()
             .copied()
-            .filter(|p| !by_primitive.contains_key(*p))
+            .filter(|p| !t.by_primitive.contains_key(*p))
             .collect();
         assert!(
             starved.is_empty(),

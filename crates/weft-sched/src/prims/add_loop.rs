@@ -40,18 +40,7 @@ pub fn add_loop(
     let what = describe(s);
     // Declarations and frees are not effects, but they cannot run twice (a second `free`), and
     // a name declared inside the new loop would not be visible after it.
-    let mut frees_outside = None;
-    let block = vec![s.clone()];
-    let mut declared = std::collections::HashSet::new();
-    weft_ir::visit::walk_block(&block, &mut |x| match &x.kind {
-        StmtKind::Alloc { buf, .. } => {
-            declared.insert(buf.id());
-        }
-        StmtKind::Free { buf } if !declared.contains(&buf.id()) => {
-            frees_outside = Some(buf.clone())
-        }
-        _ => {}
-    });
+    let frees_outside = super::freed_from_outside(std::slice::from_ref(s));
     if matches!(s.kind, StmtKind::Alloc { .. } | StmtKind::Window { .. }) {
         return Err(SchedError::new(
             PRIM,

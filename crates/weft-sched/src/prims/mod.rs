@@ -51,11 +51,12 @@ pub mod stage_mem;
 pub mod unroll;
 pub mod write_config;
 // Buffer layouts and loop shapes (Exo's rearrange_dim, resize_dim, unroll_buffer, join_loops,
-// mult_loops, lift_scope), delete_config, autolift_alloc / autosink_alloc, and what the layout
-// primitives share.
+// mult_loops, divide_with_recompute, lift_scope), delete_config, autolift_alloc /
+// autosink_alloc, and what the layout primitives share.
 pub mod auto_alloc;
 pub(crate) mod buf_uses;
 pub mod delete_config;
+pub mod divide_with_recompute;
 pub mod join_loops;
 pub mod lift_scope;
 pub mod mult_loops;
@@ -429,6 +430,21 @@ pub(crate) fn require_new_names(
         )),
         None => Ok(()),
     }
+}
+
+/// A buffer that `block` frees without allocating it (the last such `free`): code that runs more
+/// than once must not have one, or the second run frees it again.
+pub(crate) fn freed_from_outside(block: &[Stmt]) -> Option<Sym> {
+    let mut freed = None;
+    let mut declared = std::collections::HashSet::new();
+    weft_ir::visit::walk_block(&block.to_vec(), &mut |x| match &x.kind {
+        StmtKind::Alloc { buf, .. } => {
+            declared.insert(buf.id());
+        }
+        StmtKind::Free { buf } if !declared.contains(&buf.id()) => freed = Some(buf.clone()),
+        _ => {}
+    });
+    freed
 }
 
 /// A `for` statement.

@@ -66,6 +66,21 @@ pub fn prove_race_free(
     at: &Path,
     prim: &'static str,
 ) -> Result<(), SchedError> {
+    prove_iterations_independent(a, p, at, prim, &[], "may race")
+}
+
+/// The condition of [`prove_race_free`] where the facts `assume` (terms over the names in scope
+/// at the loop) hold as well: no two different iterations of the loop at `at` touch one location
+/// unless both only read it (two reductions conflict; a config field is one location). `what`
+/// says what the iterations would do otherwise, for the message ("may race").
+pub(crate) fn prove_iterations_independent(
+    a: &mut Analysis,
+    p: &Proc,
+    at: &Path,
+    prim: &'static str,
+    assume: &[Term],
+    what: &str,
+) -> Result<(), SchedError> {
     let l = loop_at(prim, p, at)?;
     let body_scope = a.scope_at(p, &at.child(0, 0));
     // Calls as written, not through their simplest equivalent version: a scheduled callee may
@@ -81,6 +96,7 @@ pub fn prove_race_free(
     second = second.subst(&map);
     let (x, x2) = (index_term(l.var), Term::IntVar(x2v));
     let mut extra = vec![Term::not(Term::eq(x, x2.clone()))];
+    extra.extend_from_slice(assume);
     let outer = a.scope_at(p, at);
     if let (Some(lo), Some(hi)) = (a.term(&outer, l.lo), a.term(&outer, l.hi)) {
         extra.push(Term::le(lo, x2.clone()));
@@ -90,7 +106,7 @@ pub fn prove_race_free(
         return Err(conflict_error(
             prim,
             format!(
-                "iterations of '{}' may race: two different iterations touch one location \
+                "iterations of '{}' {what}: two different iterations touch one location \
                  and one of them writes it",
                 l.var.name()
             ),

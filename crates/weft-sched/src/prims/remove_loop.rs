@@ -77,6 +77,19 @@ pub(crate) fn require_idempotent(
     what: &str,
 ) -> Result<(), SchedError> {
     let eff = a.effects(scope, body);
+    require_idempotent_effects(a, prim, &scope.facts, &eff, span, what)
+}
+
+/// [`require_idempotent`] for a body whose effects are `eff`, under `facts` (`divide_with_recompute`
+/// passes the effects of calls as written, and a fact of its own).
+pub(crate) fn require_idempotent_effects(
+    a: &mut Analysis,
+    prim: &'static str,
+    facts: &[Term],
+    eff: &crate::effects::Effects,
+    span: weft_ir::Span,
+    what: &str,
+) -> Result<(), SchedError> {
     if let Some(r) = eff.accesses.iter().find(|x| x.kind == AccessKind::Reduce) {
         return Err(SchedError::new(
             prim,
@@ -107,7 +120,7 @@ pub(crate) fn require_idempotent(
             .cloned()
             .collect(),
     };
-    if let Some(c) = a.conflict(&scope.facts, &[], &writes, &reads, false) {
+    if let Some(c) = a.conflict(facts, &[], &writes, &reads, false) {
         return Err(conflict_error(
             prim,
             "the body is not idempotent: it reads a location it writes",

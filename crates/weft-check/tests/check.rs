@@ -406,3 +406,59 @@ fn a_focused_check_proves_one_statement_in_its_context() {
         assert_eq!(d[0].rule, "bounds", "{:?}", d[0]);
     }
 }
+
+/// A focused walk skips the loops before the focus but keeps what they leave known: a config
+/// value written before them survives a loop that does not write it, and is forgotten after one
+/// that does (as the full walk does); a call or an allocation before the focus is walked.
+#[test]
+fn a_focused_check_keeps_the_context_the_skipped_code_leaves() {
+    let text = "config Cfg { k: index }
+proc p(n: size, x: f32[8] @ DRAM) {
+    Cfg.k = 4;
+    for i in 0..n {
+        x[0] = 1.0;
+    }
+    for j in 0..Cfg.k {
+        x[j] = 2.0;
+    }
+    for i in 0..n {
+        Cfg.k = 9;
+    }
+    for j in 0..Cfg.k {
+        x[j] = 3.0;
+    }
+}";
+    let mut sources = weft_syntax::SourceMap::new();
+    let m = weft_syntax::parse_module(&mut sources, "t.weft", text).expect("parses");
+    let p = m.proc("p").expect("p").clone();
+    let full = weft_check::check_proc_but_init(&p).expect_err("the last loop may write past x");
+    let rules: Vec<&str> = full.iter().map(|d| d.rule).collect();
+    assert_eq!(rules, ["extent", "bounds"], "{full:?}");
+    // The third statement reads Cfg.k = 4, known across the loop before it.
+    assert!(weft_check::check_stmt_but_init(&p, &p.body[2]).is_ok());
+    assert!(weft_check::Checker::new()
+        .check_control_at(&p, &p.body[2])
+        .is_empty());
+    // The last one reads a Cfg.k the loop before it may have changed: the full walk's errors.
+    let d = weft_check::check_stmt_but_init(&p, &p.body[4]).expect_err("out of bounds");
+    let messages = |d: &[Diagnostic]| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>();
+    assert_eq!(messages(&d), messages(&full));
+    let control = weft_check::Checker::new().check_control_at(&p, &p.body[4]);
+    assert_eq!(messages(&control), messages(&full[..1]));
+}
+
+/// A focus that is not a statement of the proc (a copy, another proc's) does not make the
+/// check vacuous: everything is proved.
+#[test]
+fn a_focus_outside_the_proc_checks_everything() {
+    let text = "proc p(n: size, x: f32[n] @ DRAM) {
+    x[n] = 1.0;
+}";
+    let mut sources = weft_syntax::SourceMap::new();
+    let m = weft_syntax::parse_module(&mut sources, "t.weft", text).expect("parses");
+    let p = m.proc("p").expect("p").clone();
+    let elsewhere = p.body[0].clone();
+    let copy = weft_ir::Stmt::new(elsewhere.kind.clone(), elsewhere.span);
+    let d = weft_check::check_stmt_but_init(&p, &copy).expect_err("out of bounds");
+    assert_eq!(d[0].rule, "bounds");
+}

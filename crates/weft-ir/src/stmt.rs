@@ -120,6 +120,11 @@ impl fmt::Debug for Stmt {
 }
 
 impl Stmt {
+    /// Whether the two are one shared node: a cheap test before `==`, which compares contents.
+    pub fn same(&self, other: &Stmt) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     pub fn new(kind: StmtKind, span: Span) -> Stmt {
         Stmt(Arc::new(StmtNode { kind, span }))
     }

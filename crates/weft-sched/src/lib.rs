@@ -8,6 +8,7 @@
 //! - [`rewrite`]: the structural rewriter that substitutions and primitives specialise.
 //! - [`Schedule`]: the Rust API — a proc, its versions, and cursors that survive rewrites.
 
+mod changed;
 pub mod effects;
 pub mod error;
 pub mod find;

@@ -173,7 +173,12 @@ impl Schedule {
         // counterexample.
         // (Other rules wait for the end: a step may leave an argument in another memory for a
         // later `set_memory`.)
-        let mut control = self.control.check_control(&r.proc).into_iter();
+        // Only the statement the step changed is proved (see `changed`), where there is one.
+        let control = match crate::changed::changed_stmt(&p, &r.proc) {
+            Some(s) => self.control.check_control_at(&r.proc, s),
+            None => self.control.check_control(&r.proc),
+        };
+        let mut control = control.into_iter();
         if let Some(d) = control.find(|d| matches!(d.rule, "overflow" | "range" | "extent")) {
             let mut e = SchedError::new(
                 prim,

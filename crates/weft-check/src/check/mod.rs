@@ -165,6 +165,13 @@ impl Checker {
         self.walk(p, Mode::Control)
     }
 
+    /// [`Checker::check_control`] of one statement of `p` (`focus`, by address, and the
+    /// statements inside it), in the context the rest of the proc makes: for a step that changed
+    /// only that statement.
+    pub fn check_control_at(&mut self, p: &Proc, focus: &Stmt) -> Vec<Diagnostic> {
+        self.walk_focused(p, Mode::Control, Some(focus)).0
+    }
+
     /// Every rule but definedness of reads (rule `init`), for the steps that add calls
     /// (`replace`, `insert_call`): a call's coarse definedness rule (every cell of a register
     /// argument written before) is costly to prove for every call of a long instruction-selected
@@ -202,6 +209,9 @@ impl Checker {
             self.procs += 1;
             self.solver.new_budget();
         }
+        // A focus that is not a statement of `p` focuses on nothing: then everything is proved.
+        let focus_ancestors = focus.map(|f| ancestors_of(&p.body, f)).unwrap_or_default();
+        let focus = focus.filter(|_| !focus_ancestors.is_empty());
         let mut w = Walk {
             ck: self,
             diags: Vec::new(),
@@ -229,6 +239,8 @@ impl Checker {
             in_instr: p.is_instr(),
             focus: focus.map(|s| s as *const Stmt),
             in_focus: focus.is_none(),
+            focus_ancestors,
+            focus_done: false,
         };
         // The walk recurses over expressions and blocks: deeper input is rejected before it.
         match weft_ir::limits::check_depth(p) {
@@ -537,6 +549,40 @@ struct Walk<'c> {
     focus: Option<*const Stmt>,
     /// Whether the walk is inside the focus (always, without one).
     in_focus: bool,
+    /// The statements around the focus (by address), walked in full.
+    focus_ancestors: HashSet<*const Stmt>,
+    /// Whether the focus was walked: nothing after it bears on its obligations.
+    focus_done: bool,
+}
+
+/// The statements of `body` (by address) that hold `target` (itself among them), outermost
+/// first; empty when it is not there.
+fn ancestors_of(body: &Block, target: &Stmt) -> HashSet<*const Stmt> {
+    fn path(body: &Block, target: *const Stmt, out: &mut Vec<*const Stmt>) -> bool {
+        for s in body {
+            out.push(s as *const Stmt);
+            if std::ptr::eq(s, target) {
+                return true;
+            }
+            let found = match &s.kind {
+                StmtKind::For { body, .. } => path(body, target, out),
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => path(then_body, target, out) || path(else_body, target, out),
+                _ => false,
+            };
+            if found {
+                return true;
+            }
+            out.pop();
+        }
+        false
+    }
+    let mut out = Vec::new();
+    path(body, target, &mut out);
+    out.into_iter().collect()
 }
 
 impl TermEnv for Walk<'_> {
@@ -1065,13 +1111,39 @@ impl Walk<'_> {
         }
     }
 
+    /// Walk a statement; in a focused walk, only what the focus's obligations depend on.
     fn stmt(&mut self, s: &Stmt) {
-        if self.in_focus || self.focus != Some(s as *const Stmt) {
+        if self.in_focus {
             return self.stmt_kind(s);
         }
-        self.in_focus = true;
-        self.stmt_kind(s);
-        self.in_focus = false;
+        let at = s as *const Stmt;
+        if self.focus_done {
+            return;
+        }
+        if self.focus == Some(at) {
+            self.in_focus = true;
+            self.stmt_kind(s);
+            self.in_focus = false;
+            self.focus_done = true;
+            return;
+        }
+        // A loop, `if` or write away from the focus proves nothing here and changes no context
+        // the focus sees, but the config values it may write (as its walk would forget them).
+        // Declarations, frees, calls and config writes are walked: they make the context.
+        let skip = !self.focus_ancestors.contains(&at)
+            && matches!(
+                s.kind,
+                StmtKind::For { .. }
+                    | StmtKind::If { .. }
+                    | StmtKind::Assign { .. }
+                    | StmtKind::Reduce { .. }
+                    | StmtKind::Pass
+            );
+        if skip {
+            self.forget_configs_written_in(&vec![s.clone()]);
+            return;
+        }
+        self.stmt_kind(s)
     }
 
     fn stmt_kind(&mut self, s: &Stmt) {

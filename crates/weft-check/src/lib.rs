@@ -35,5 +35,5 @@ pub mod terms;
 
 pub use check::{
     check_control, check_module, check_proc, check_proc_but_init, check_procs, check_stmt_but_init,
-    CheckStats, Checker,
+    writes_configs, CheckStats, Checker,
 };

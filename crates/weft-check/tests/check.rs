@@ -1,6 +1,8 @@
 //! Acceptance and rejection tests of the checker on procs built with the Rust API. Each
 //! rejection test checks the rule and the key parts of the message.
 
+mod common;
+
 use std::sync::Arc;
 use weft_check::{check_module, check_proc};
 use weft_ir::build::ProcBuilder;
@@ -461,4 +463,30 @@ fn a_focus_outside_the_proc_checks_everything() {
     let copy = weft_ir::Stmt::new(elsewhere.kind.clone(), elsewhere.span);
     let d = weft_check::check_stmt_but_init(&p, &copy).expect_err("out of bounds");
     assert_eq!(d[0].rule, "bounds");
+}
+
+/// A call forgets the config values its callee may write (through its calls too), and only
+/// those: after a call of a proc that writes none, what was known stays known.
+#[test]
+fn a_call_forgets_only_the_config_fields_its_callee_writes() {
+    let text = |callee_body: &str| {
+        format!(
+            "config C {{ k: index, m: index }}
+proc inner() {{
+    {callee_body}
+}}
+proc outer() {{
+    inner();
+}}
+proc p(x: f32[8] @ DRAM) {{
+    C.k = 3;
+    outer();
+    x[C.k] = 1.0;
+}}"
+        )
+    };
+    assert!(common::check(&text("pass;")).is_ok());
+    assert!(common::check(&text("C.m = 9;")).is_ok());
+    let d = common::check(&text("C.k = 9;")).expect_err("C.k is unknown after the call");
+    assert_eq!(d[0].rule, "bounds", "{d:?}");
 }

@@ -67,6 +67,10 @@ fn add_loop_of_one_iteration_wraps_any_statement() {
         "add_loop",
         "reads a location it writes",
     );
+    // Review hole: a condition is no count (`0..(0 < 3)` read as one iteration).
+    let n = n_of(&s);
+    let cond = Expr::lt(Expr::int(0), n);
+    rejected(s.add_loop(&y, "v", &cond), "add_loop", "not an integer");
 }
 
 const TAILS: &str = "proc p(n: size, x: f32[n, 4] @ DRAM) {

@@ -56,3 +56,75 @@ proc h(n: size, x: f32[n] @ DRAM) {
     let e = e.to_string();
     assert!(e.contains("a proc named `h` already exists"), "{e}");
 }
+
+/// Review holes (the focused check of a new call): a callee that writes a config field makes
+/// its value unknown after the call, where the statement it replaced made it known, so the
+/// whole proc is checked and a bounds error after the call is this step's.
+#[test]
+fn replacing_a_config_write_by_a_call_checks_what_reads_the_field_after() {
+    let src = "config C { k: index }
+proc setk() {
+    C.k = 3;
+}
+proc p(x: f32[8] @ DRAM) {
+    C.k = 3;
+    x[C.k] = 1.0;
+}
+schedule q = p {
+    replace(\"C.k =\", setk);
+}
+";
+    let Err(e) = weft::load_str("c.weft", src) else {
+        panic!("the step must be rejected");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("replace: the call of 'setk' does not check")
+            && text.contains("may be out of bounds"),
+        "{text}"
+    );
+}
+
+/// ... and a precondition the new call breaks is reported even where an earlier call of the
+/// same instruction had a diagnostic with the same text (the old filter compared messages only,
+/// and let `mm512_maskz_loadu_ps(17, ..)` through: its C shifted by a negative count).
+#[test]
+fn a_new_call_that_breaks_a_precondition_is_refused_whatever_else_failed() {
+    let src = "import \"avx512\";
+config C { k: size }
+proc nop(a: [f32][1] @ DRAM) {
+    pass;
+}
+proc p(x: f32[17] @ DRAM, y: f32[32] @ DRAM) {
+    C.k = 16;
+    alloc u: f32[16] @ AVX512;
+    alloc t: f32[16] @ DRAM;
+    y[0] = 0.0;
+    mm512_maskz_loadu_ps(C.k, u[0:16], x[0:C.k]);
+    for i in 0..16 {
+        if i < 17 {
+            t[i] = x[i];
+        } else {
+            t[i] = 0.0;
+        }
+    }
+    mm512_storeu_ps(y[0:16], u[0:16]);
+    for i in 0..16 {
+        y[16 + i] = t[i];
+    }
+}
+schedule q = p {
+    insert_call(\"y = #0\", nop, y[0:1]);
+    replace(\"for i #0\", mm512_maskz_loadu_ps);
+}
+";
+    let Err(e) = weft::load_str("m.weft", src) else {
+        panic!("the step must be rejected");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("replace: the call of 'mm512_maskz_loadu_ps' does not check")
+            && text.contains("N <= 16"),
+        "{text}"
+    );
+}

@@ -154,8 +154,8 @@ impl Walk<'_> {
 
     pub(super) fn call(&mut self, callee: &Arc<Proc>, args: &[Expr], span: Span) {
         self.call_checks(callee, args, span);
-        // The callee may write any config field.
-        self.config_known.clear();
+        // The values of the config fields the callee may write are not known after it.
+        self.forget_configs_of(callee);
     }
 
     pub(super) fn call_checks(&mut self, callee: &Arc<Proc>, args: &[Expr], span: Span) {

@@ -225,20 +225,32 @@ impl Walk<'_> {
 
     /// Config field values `b` may change are no longer known (all of them, when it calls).
     pub(super) fn forget_configs_written_in(&mut self, b: &Block) {
-        let mut calls = false;
+        let mut calls = Vec::new();
         let mut written = Vec::new();
         weft_ir::visit::walk_block(b, &mut |s| match &s.kind {
-            StmtKind::Call { .. } => calls = true,
+            StmtKind::Call { proc, .. } => calls.push(proc.clone()),
             StmtKind::WriteConfig { config, field, .. } => {
                 written.push((config.name.clone(), *field))
             }
             _ => {}
         });
-        if calls {
-            self.config_known.clear();
+        for callee in calls {
+            self.forget_configs_of(&callee);
         }
         for k in written {
             self.config_known.remove(&k);
+        }
+    }
+
+    /// Forget the values of the config fields `callee` may write (itself or through its calls).
+    pub(super) fn forget_configs_of(&mut self, callee: &Arc<Proc>) {
+        match &self.ck.param_uses(callee).configs_written {
+            Some(written) => {
+                for k in written {
+                    self.config_known.remove(k);
+                }
+            }
+            None => self.config_known.clear(),
         }
     }
 

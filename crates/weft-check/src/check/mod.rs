@@ -180,11 +180,11 @@ impl Checker {
         self.walk(p, Mode::NoInit)
     }
 
-    /// [`Checker::check_proc_but_init`] of the obligations of one statement of `p` (`focus`,
-    /// a statement of `p`'s body, by address) and the statements inside it: the rest of the proc
-    /// is walked for the context (facts, buffers, config values) but not proved, for the steps
-    /// that change one place of a proc that checked (`replace` and `insert_call` check the call
-    /// they put there).
+    /// [`Checker::check_proc_but_init`] of one statement of `p` (`focus`, a statement of `p`'s
+    /// body, by address) and the statements inside it: the rest of the proc is walked for the
+    /// context (facts, buffers, config values) but neither proved nor reported, for the steps
+    /// that change one place of a proc (`replace` and `insert_call` check the call they put
+    /// there). A focus that is not in `p` checks all of `p`.
     pub fn check_stmt_but_init(&mut self, p: &Proc, focus: &Stmt) -> Vec<Diagnostic> {
         self.walk_focused(p, Mode::NoInit, Some(focus)).0
     }
@@ -282,6 +282,7 @@ impl Checker {
             out.strides_read = out.written.clone();
             return Rc::new(out);
         }
+        out.configs_written = Some(HashSet::new());
         for pred in &p.preds {
             Self::strides_read_in(pred, &root, &mut out);
         }
@@ -319,8 +320,17 @@ impl Checker {
                         }
                     }
                 }
+                StmtKind::WriteConfig { config, field, .. } => {
+                    if let Some(w) = &mut out.configs_written {
+                        w.insert((config.name.clone(), *field));
+                    }
+                }
                 StmtKind::Call { proc, args } => {
                     let callee = self.param_uses(proc);
+                    match (&mut out.configs_written, &callee.configs_written) {
+                        (Some(w), Some(c)) => w.extend(c.iter().cloned()),
+                        (w, _) => *w = None,
+                    }
                     for (k, a) in args.iter().enumerate() {
                         if let ExprKind::Window { buf, .. } = &a.kind {
                             if let Some(i) = root.get(buf) {
@@ -356,6 +366,9 @@ struct ParamUses {
     written: HashSet<usize>,
     /// Parameters whose strides it reads as control values (`stride(w, d)`).
     strides_read: HashSet<usize>,
+    /// The config fields it may write (through its calls too), by config name and field;
+    /// None when it is too deep to tell (then any).
+    configs_written: Option<HashSet<(String, usize)>>,
 }
 
 /// Which checks a walk makes.
@@ -431,6 +444,15 @@ pub fn check_proc(p: &Proc) -> Result<(), Vec<Diagnostic>> {
 /// Every rule but definedness of one proc ([`Checker::check_proc_but_init`]).
 pub fn check_proc_but_init(p: &Proc) -> Result<(), Vec<Diagnostic>> {
     none_or_all(Checker::new().check_proc_but_init(p))
+}
+
+/// Whether `p` may write a config field (itself or through its calls).
+pub fn writes_configs(p: &Arc<Proc>) -> bool {
+    Checker::new()
+        .param_uses(p)
+        .configs_written
+        .as_ref()
+        .is_none_or(|w| !w.is_empty())
 }
 
 /// Every rule but definedness, of one statement of a proc ([`Checker::check_stmt_but_init`]).
@@ -806,7 +828,10 @@ fn in_range(i: Term, n: Term) -> Term {
 
 impl Walk<'_> {
     fn err(&mut self, rule: &'static str, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::new(rule, span, msg));
+        // A focused walk reports what is wrong with its focus only.
+        if self.in_focus {
+            self.diags.push(Diagnostic::new(rule, span, msg));
+        }
     }
 
     /// Prove `goal` from the current facts; report a diagnostic with a counterexample if not.

@@ -56,6 +56,13 @@ pub fn add_loop(
         .at(s.span, what));
     }
     super::require_new_names(PRIM, p, at, &[name])?;
+    if hi.ty != weft_ir::Ty::Int {
+        return Err(SchedError::new(
+            PRIM,
+            format!("the loop's bound '{hi}' is a {}, not an integer", hi.ty),
+        )
+        .at(hi.span, hi.to_string()));
+    }
     let scope = a.scope_at(p, at);
     let h = term_at(a, PRIM, &scope, hi)?;
     require(

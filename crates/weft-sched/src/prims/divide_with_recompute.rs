@@ -14,7 +14,9 @@
 //! last one ends at `hi`, and the iterations of an overlap run twice and out of order (tile
 //! `io + 1` starts again at `lo + c·(io + 1)` after tile `io` ran up to
 //! `lo + c·(io + 1) + R - 1`). That suits stencils, where a tile computes its halo again instead of waiting for its
-//! neighbour's.
+//! neighbour's. The work is the user's choice, as in Exo: the new loops run `H * (c + R)`
+//! iterations, which a small `c` and a large `H` make about `N² / 4` (`H = N / 2`, `c = 1`);
+//! nothing bounds it but the sizes.
 //!
 //! Conditions, each proved with the solver in the loop's context (the preconditions, the
 //! enclosing loops and `if`s), with a counterexample otherwise:

@@ -158,38 +158,55 @@ pub(crate) fn buffer_at(
 
 /// Check `probe`, where a step put a call of `callee` (at `at`) in place of, or before, the
 /// statement `first` of `old`, with weft-check: the call's preconditions proved in context,
-/// every window in bounds, the memories and types of the arguments those of the parameters.
-/// Only the call's obligations are proved (the rest of the proc is walked for its context: the
-/// step changed nothing else, and the facade checks the scheduled proc in full), and only what
-/// the call introduces is reported (problems of the proc as it was are not this step's), with
+/// every window in bounds, the memories and types of the arguments those of the parameters, with
 /// the checker's counterexample.
+///
+/// Where the callee writes no config field, only the call is checked (the rest of the proc is
+/// walked for its context): the step changed nothing else, and the walk knows after the call
+/// what it knew before it, so no other statement's rules change. A callee that writes config
+/// fields makes their values unknown after it (the block it replaced may have made them known),
+/// so there the whole proc is checked, and what it reports that the proc as it was reported too,
+/// at the same place, is not this step's (a schedule may leave, say, an argument in another
+/// memory for a later `set_memory`).
 pub(crate) fn check_new_call(
     prim: &'static str,
     old: &Proc,
     probe: &Proc,
     at: &Path,
-    callee: &str,
+    callee: &Arc<Proc>,
     first: &Stmt,
 ) -> Result<(), SchedError> {
     let call = stmt_at(prim, probe, at)?;
     // Definedness (rule `init`) is left to the check of the scheduled proc: the call reads what
     // the block it replaces read, and the rule's coarse form for calls (every cell of a register
     // argument written before) would be proved again for every call of the proc at every step.
-    let Err(ds) = weft_check::check_stmt_but_init(probe, call) else {
-        return Ok(());
-    };
-    let before: std::collections::HashSet<String> = weft_check::check_proc_but_init(old)
-        .err()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.message)
-        .collect();
-    let Some(d) = ds.iter().find(|d| !before.contains(&d.message)) else {
-        return Ok(());
+    let d = if weft_check::writes_configs(callee) {
+        let Err(ds) = weft_check::check_proc_but_init(probe) else {
+            return Ok(());
+        };
+        let key = |d: &weft_ir::Diagnostic| (d.rule, d.span, d.message.clone());
+        let before: std::collections::HashSet<_> = weft_check::check_proc_but_init(old)
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(key)
+            .collect();
+        match ds.into_iter().find(|d| !before.contains(&key(d))) {
+            Some(d) => d,
+            None => return Ok(()),
+        }
+    } else {
+        match weft_check::check_stmt_but_init(probe, call) {
+            Ok(()) => return Ok(()),
+            Err(ds) => ds.into_iter().next().expect("an error has a diagnostic"),
+        }
     };
     let mut e = SchedError::new(
         prim,
-        format!("the call of '{callee}' does not check: {}", d.message),
+        format!(
+            "the call of '{}' does not check: {}",
+            callee.name, d.message
+        ),
     )
     .at(first.span, describe(first));
     for note in &d.notes {

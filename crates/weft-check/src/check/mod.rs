@@ -1152,9 +1152,9 @@ impl Walk<'_> {
             self.focus_done = true;
             return;
         }
-        // A loop, `if` or write away from the focus proves nothing here and changes no context
-        // the focus sees, but the config values it may write (as its walk would forget them).
-        // Declarations, frees, calls and config writes are walked: they make the context.
+        // A loop, `if`, write or call away from the focus proves nothing here and changes no
+        // context the focus sees, but the config values it may write (as its walk would forget
+        // them). Declarations, frees and config writes are walked: they make the context.
         let skip = !self.focus_ancestors.contains(&at)
             && matches!(
                 s.kind,
@@ -1162,6 +1162,7 @@ impl Walk<'_> {
                     | StmtKind::If { .. }
                     | StmtKind::Assign { .. }
                     | StmtKind::Reduce { .. }
+                    | StmtKind::Call { .. }
                     | StmtKind::Pass
             );
         if skip {

@@ -59,21 +59,25 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {
         return;
     }
-    // The two-core version's parallel loops run from N >= 256 (panels), M >= 384 (the row tiles
-    // of a panel) and M >= 192 (right edge row tiles), with K >= 64: the sizes across those
-    // thresholds.
+    // The two-core version's parallel loops run: the panels where N >= 128 with an even number
+    // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 192
+    // and K >= 16; the right edge's row tiles where M >= 192 and K >= 16. The sizes on both
+    // sides of those thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")
         .expect("the schedule")
         .clone();
     for (m, n, k) in [
-        (64, 256, 64),
-        (197, 263, 65),
-        (192, 319, 64),
-        (63, 256, 64),
-        (200, 255, 63),
-        (389, 130, 64),
+        (4, 128, 16),
+        (3, 128, 16),
+        (4, 128, 15),
+        (5, 200, 16),
+        (9, 321, 16),
+        (7, 330, 15),
+        (193, 200, 17),
+        (191, 263, 16),
+        (197, 390, 20),
     ] {
         let opts = RunOptions {
             sizes: sizes(m, n, k),

@@ -34,8 +34,12 @@ pub fn set_thread_env(threads: usize) {
     if threads > 1 {
         // Several thread pools share the cores: each must sleep between its calls rather than
         // spin (libgomp's, which weft, MKL and oneDNN use, and OpenBLAS's own), or the library
-        // being timed waits for cores that idle pools hold.
+        // being timed waits for cores that idle pools hold. libgomp's threads spin a little
+        // (10,000 rounds, microseconds) before they sleep: waking a sleeping thread took about
+        // 130 us on this VM, more than a 256^3 SGEMM's whole time on two cores, so with no spin
+        // at all every call of every libgomp library (weft's, MKL's) paid it.
         std::env::set_var("OMP_WAIT_POLICY", "PASSIVE");
+        std::env::set_var("GOMP_SPINCOUNT", "10000");
         std::env::set_var("OPENBLAS_THREAD_TIMEOUT", "4");
     }
 }

@@ -209,8 +209,12 @@ impl Checker {
             self.procs += 1;
             self.solver.new_budget();
         }
-        // A focus that is not a statement of `p` focuses on nothing: then everything is proved.
-        let focus_ancestors = focus.map(|f| ancestors_of(&p.body, f)).unwrap_or_default();
+        // A focus that is not a statement of `p` focuses on nothing: then everything is proved
+        // (as in a proc too deep to search, which the walk then rejects).
+        let focus_ancestors = match focus {
+            Some(f) if weft_ir::limits::check_depth(p).is_ok() => ancestors_of(&p.body, f),
+            _ => HashSet::new(),
+        };
         let focus = focus.filter(|_| !focus_ancestors.is_empty());
         let mut w = Walk {
             ck: self,
@@ -577,8 +581,8 @@ struct Walk<'c> {
     focus_done: bool,
 }
 
-/// The statements of `body` (by address) that hold `target` (itself among them), outermost
-/// first; empty when it is not there.
+/// The statements of `body` (by address) that hold `target`, itself among them; empty when it
+/// is not there.
 fn ancestors_of(body: &Block, target: &Stmt) -> HashSet<*const Stmt> {
     fn path(body: &Block, target: *const Stmt, out: &mut Vec<*const Stmt>) -> bool {
         for s in body {

@@ -11,8 +11,10 @@ use weft_ir::{Block, Proc, Stmt, StmtKind};
 
 /// The statement of `new` that holds every difference from `old`, or `None` when the change is
 /// not confined to one statement (or changes the signature, or a declaration whose meaning
-/// reaches past its statement: an allocation's strides, a window's view or a config value may be
-/// read by unchanged code after it).
+/// reaches past its statement: an allocation's strides, a window's view or a config value, also
+/// one a call writes, may be read by unchanged code after it). A change inside a loop or `if`
+/// may write a config field: the full walk forgets after a loop or `if` the values it may write,
+/// so the code after it knew nothing of them either.
 pub fn changed_stmt<'a>(old: &Proc, new: &'a Proc) -> Option<&'a Stmt> {
     if old.args != new.args || old.preds != new.preds {
         return None;
@@ -40,14 +42,14 @@ fn in_block<'a>(old: &Block, new: &'a Block) -> Diff<'a> {
     if differing.next().is_some() {
         return Diff::Many;
     }
-    let declares = |s: &Stmt| {
-        matches!(
-            s.kind,
-            StmtKind::Alloc { .. }
-                | StmtKind::Free { .. }
-                | StmtKind::Window { .. }
-                | StmtKind::WriteConfig { .. }
-        )
+    // A call whose callee writes config fields is a config write too.
+    let declares = |s: &Stmt| match &s.kind {
+        StmtKind::Alloc { .. }
+        | StmtKind::Free { .. }
+        | StmtKind::Window { .. }
+        | StmtKind::WriteConfig { .. } => true,
+        StmtKind::Call { proc, .. } => weft_check::writes_configs(proc),
+        _ => false,
     };
     if declares(o) || declares(n) {
         return Diff::Many;
@@ -169,5 +171,33 @@ mod tests {
         // A top-level write changed: that statement.
         let new = passed(&old, &[(0, 2)]);
         assert_eq!(text(changed_stmt(&old, &new).expect("one")).trim(), "pass;");
+    }
+
+    /// Review hole: a call of a callee that writes config fields is a config write, whose value
+    /// code after it may read; a call of one that writes none is one statement like any other.
+    #[test]
+    fn a_call_that_writes_config_fields_reaches_past_its_statement() {
+        let mut sources = weft_syntax::SourceMap::new();
+        let text = "config C { k: index }
+proc setk() {
+    C.k = 1;
+}
+proc nop() {
+    pass;
+}
+proc p(x: f32[4] @ DRAM) {
+    nop();
+    x[0] = 1.0;
+}";
+        let m = weft_syntax::parse_module(&mut sources, "t.weft", text).expect("parses");
+        let (setk, nop, old) = (m.procs[0].clone(), m.procs[1].clone(), m.procs[2].clone());
+        let call = |proc: Arc<Proc>| {
+            let kind = StmtKind::Call { proc, args: vec![] };
+            Stmt::new(kind, weft_ir::Span::DUMMY)
+        };
+        let to_setk = replace_stmt(&old, &Path::top(0), vec![call(setk)]);
+        assert!(changed_stmt(&old, &to_setk).is_none());
+        let to_nop = replace_stmt(&old, &Path::top(0), vec![call(nop)]);
+        assert!(changed_stmt(&old, &to_nop).is_some());
     }
 }

@@ -200,7 +200,11 @@ impl Walk<'_> {
         let known = self.config_known.clone();
         let diags = self.diags.len();
         let start = self.defined.chunks.len();
+        // The walk ahead must not count as the visit of a focus inside the body (focused walks
+        // do not come here today: they check no definedness).
+        let (in_focus, focus_done) = (self.in_focus, self.focus_done);
         self.block(body);
+        (self.in_focus, self.focus_done) = (in_focus, focus_done);
         self.diags.truncate(diags);
         self.config_known = known;
         let one = Defined {

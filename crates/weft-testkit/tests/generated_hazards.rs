@@ -118,3 +118,67 @@ fn no_hazards_is_the_plain_generator() {
         assert_eq!(a.proc.to_string(), b.proc.to_string());
     }
 }
+
+/// A focused check of one statement (`Checker::check_control_at`, `check_stmt_but_init`: what a
+/// schedule step runs after changing that statement) reports exactly what the full check
+/// reports inside the statement: on random procs with hazards, for every top-level statement
+/// and every statement one level down.
+#[test]
+fn focused_checks_report_what_the_full_check_reports_in_their_statement() {
+    let dram = weft_syntax::std_memory("DRAM").expect("the prelude declares DRAM");
+    let hazards = Hazards {
+        use_after_free: true,
+        extreme_constants: true,
+        negative_extents: true,
+        uninit_reads: false,
+    };
+    let (mut compared, mut failing) = (0, 0);
+    let mut failures = Vec::new();
+    for seed in 0..cases() / 2 {
+        let mut rng = StdRng::seed_from_u64(1000 + seed);
+        let name = format!("fz_{seed}");
+        let g = random_proc_with(&mut rng, &dram, &name, hazards);
+        // Printed and parsed back, so that every statement has a place of its own.
+        let mut module = weft_ir::Module::default();
+        module.procs.extend(g.helper_procs.iter().cloned());
+        module.procs.push(g.proc.clone());
+        let mut sources = weft_syntax::SourceMap::new();
+        let Ok(parsed) = weft_syntax::parse_module(&mut sources, "fz.weft", &module.to_string())
+        else {
+            continue;
+        };
+        let p = parsed.proc(&name).expect("the proc").clone();
+        let p = &p;
+        let inside = |d: &weft_ir::Diagnostic, s: &weft_ir::Stmt| {
+            d.span.file == s.span.file && s.span.lo <= d.span.lo && d.span.hi <= s.span.hi
+        };
+        let key = |d: &weft_ir::Diagnostic| (d.rule, d.span, d.message.clone());
+        let control = weft_check::Checker::new().check_control(p);
+        let but_init = weft_check::Checker::new().check_proc_but_init(p);
+        let mut stmts: Vec<&weft_ir::Stmt> = p.body.iter().collect();
+        for s in &p.body {
+            if let weft_ir::StmtKind::For { body, .. } = &s.kind {
+                stmts.extend(body.iter());
+            }
+        }
+        for s in stmts {
+            compared += 1;
+            let focused = weft_check::Checker::new().check_control_at(p, s);
+            let want: Vec<_> = control.iter().filter(|d| inside(d, s)).map(key).collect();
+            let got: Vec<_> = focused.iter().map(key).collect();
+            failing += usize::from(!want.is_empty());
+            if got != want {
+                failures.push(format!("seed {seed}, control at {:?}: {got:?} != {want:?}", s.span));
+            }
+            let focused = weft_check::Checker::new().check_stmt_but_init(p, s);
+            let want: Vec<_> = but_init.iter().filter(|d| inside(d, s)).map(key).collect();
+            let got: Vec<_> = focused.iter().map(key).collect();
+            if got != want {
+                failures.push(format!("seed {seed}, no-init at {:?}: {got:?} != {want:?}", s.span));
+            }
+        }
+    }
+    eprintln!("{compared} statements compared, {failing} with control failures");
+    assert!(failing > 0, "the hazards must make some statement fail");
+    assert!(failures.is_empty(), "{}", failures[..failures.len().min(5)].join("\n"));
+}

@@ -168,17 +168,27 @@ fn focused_checks_report_what_the_full_check_reports_in_their_statement() {
             let got: Vec<_> = focused.iter().map(key).collect();
             failing += usize::from(!want.is_empty());
             if got != want {
-                failures.push(format!("seed {seed}, control at {:?}: {got:?} != {want:?}", s.span));
+                failures.push(format!(
+                    "seed {seed}, control at {:?}: {got:?} != {want:?}",
+                    s.span
+                ));
             }
             let focused = weft_check::Checker::new().check_stmt_but_init(p, s);
             let want: Vec<_> = but_init.iter().filter(|d| inside(d, s)).map(key).collect();
             let got: Vec<_> = focused.iter().map(key).collect();
             if got != want {
-                failures.push(format!("seed {seed}, no-init at {:?}: {got:?} != {want:?}", s.span));
+                failures.push(format!(
+                    "seed {seed}, no-init at {:?}: {got:?} != {want:?}",
+                    s.span
+                ));
             }
         }
     }
     eprintln!("{compared} statements compared, {failing} with control failures");
     assert!(failing > 0, "the hazards must make some statement fail");
-    assert!(failures.is_empty(), "{}", failures[..failures.len().min(5)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures[..failures.len().min(5)].join("\n")
+    );
 }

@@ -194,11 +194,12 @@ impl Walk<'_> {
                                 self.require_range(&t, Interval::ENTRY, arg.span.to(span), what);
                             }
                             if *c == CtrlType::Size {
-                                let (name, arg_e) = (callee.name.clone(), arg.clone());
-                                let param = pname.to_string();
+                                let (callee, arg_e) = (callee.clone(), arg.clone());
+                                let param = param.sym.clone();
                                 let msg = Msg::lazy(move || {
                                     format!(
-                                        "size argument `{param}` of `{name}` may not be positive: `{}`",
+                                        "size argument `{param}` of `{}` may not be positive: `{}`",
+                                        callee.name,
                                         expr_to_string(&arg_e)
                                     )
                                 });
@@ -263,11 +264,12 @@ impl Walk<'_> {
                     // range where it reads them as control values.
                     for (d, ext) in info.shape.iter().enumerate() {
                         if let Some(ext) = ext {
-                            let (name, arg_e) = (callee.name.clone(), arg.clone());
+                            let (callee, arg_e) = (callee.clone(), arg.clone());
                             let what = move || {
                                 format!(
-                                    "extent {d} of argument `{}` of `{name}`",
-                                    expr_to_string(&arg_e)
+                                    "extent {d} of argument `{}` of `{}`",
+                                    expr_to_string(&arg_e),
+                                    callee.name
                                 )
                             };
                             self.require_range(ext, Interval::ENTRY, arg.span.to(span), what);
@@ -275,11 +277,12 @@ impl Walk<'_> {
                     }
                     if bt.window && self.ck.param_uses(callee).strides_read.contains(&k) {
                         for (d, st) in info.strides.iter().enumerate() {
-                            let (name, arg_e) = (callee.name.clone(), arg.clone());
+                            let (callee, arg_e) = (callee.clone(), arg.clone());
                             let what = move || {
                                 format!(
-                                    "stride {d} of argument `{}` of `{name}`",
-                                    expr_to_string(&arg_e)
+                                    "stride {d} of argument `{}` of `{}`",
+                                    expr_to_string(&arg_e),
+                                    callee.name
                                 )
                             };
                             self.require_range(st, Interval::ENTRY, arg.span.to(span), what);
@@ -312,11 +315,8 @@ impl Walk<'_> {
                 let Some(have) = info.shape[d].clone() else {
                     continue;
                 };
-                let (arg, name, have_text) = (
-                    args[*k].clone(),
-                    callee.name.clone(),
-                    info.shape_text[d].clone(),
-                );
+                let (arg, callee, have_text) =
+                    (args[*k].clone(), callee.clone(), info.shape_text[d].clone());
                 let (psym, dim) = (param.sym.clone(), dim.clone());
                 obligations.push((
                     Term::eq(have, want),
@@ -324,8 +324,8 @@ impl Walk<'_> {
                     args[*k].span.to(span),
                     Msg::lazy(move || {
                         format!(
-                            "argument `{}` of `{name}` may have the wrong shape: dimension {d} is {have_text} but `{psym}` expects {}",
-                            expr_to_string(&arg), expr_to_string(&dim)
+                            "argument `{}` of `{}` may have the wrong shape: dimension {d} is {have_text} but `{psym}` expects {}",
+                            expr_to_string(&arg), callee.name, expr_to_string(&dim)
                         )
                     }),
                 ));
@@ -333,15 +333,16 @@ impl Walk<'_> {
         }
         for pred in &callee.preds {
             if let Ok(t) = to_term(pred, &mut env) {
-                let (pred, name) = (pred.clone(), callee.name.clone());
+                let (pred, callee) = (pred.clone(), callee.clone());
                 obligations.push((
                     t,
                     "precondition",
                     span,
                     Msg::lazy(move || {
                         format!(
-                            "this call may violate the precondition `{}` of `{name}`",
-                            expr_to_string(&pred)
+                            "this call may violate the precondition `{}` of `{}`",
+                            expr_to_string(&pred),
+                            callee.name
                         )
                     }),
                 ));
@@ -374,12 +375,13 @@ impl Walk<'_> {
                         })
                         .collect(),
                 );
-                let (a, b, name) = (args[*ki].clone(), args[*kj].clone(), callee.name.clone());
+                let (a, b, callee) = (args[*ki].clone(), args[*kj].clone(), callee.clone());
                 let msg = Msg::lazy(move || {
                     format!(
                         "arguments `{}` and `{}` of `{name}` may overlap, and `{name}` writes one of them",
                         expr_to_string(&a),
-                        expr_to_string(&b)
+                        expr_to_string(&b),
+                        name = callee.name
                     )
                 });
                 self.require(disjoint, "alias", span, msg, &[]);

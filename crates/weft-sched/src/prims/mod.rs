@@ -176,7 +176,6 @@ pub(crate) fn check_new_call(
     callee: &Arc<Proc>,
     first: &Stmt,
 ) -> Result<(), SchedError> {
-    let call = stmt_at(prim, probe, at)?;
     // Definedness (rule `init`) is left to the check of the scheduled proc: the call reads what
     // the block it replaces read, and the rule's coarse form for calls (every cell of a register
     // argument written before) would be proved again for every call of the proc at every step.
@@ -196,7 +195,7 @@ pub(crate) fn check_new_call(
             None => return Ok(()),
         }
     } else {
-        match weft_check::check_stmt_but_init(probe, call) {
+        match weft_check::check_stmt_but_init(probe, stmt_at(prim, probe, at)?) {
             Ok(()) => return Ok(()),
             Err(ds) => ds.into_iter().next().expect("an error has a diagnostic"),
         }

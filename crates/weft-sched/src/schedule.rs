@@ -174,7 +174,8 @@ impl Schedule {
         // (Other rules wait for the end: a step may leave an argument in another memory for a
         // later `set_memory`.)
         // Only the statement the step changed is proved (see `changed`), where there is one.
-        let control = match crate::changed::changed_stmt(&p, &r.proc) {
+        let changed = crate::changed::changed_stmt(&p, &r.proc);
+        let control = match changed {
             Some(s) => self.control.check_control_at(&r.proc, s),
             None => self.control.check_control(&r.proc),
         };
@@ -201,8 +202,13 @@ impl Schedule {
             return Err(e);
         }
         // A step may change the body or the context of a loop that is already parallel; every
-        // parallel loop must still be race-free (answers for unchanged loops come from the cache).
-        prims::parallelize::check_parallel_loops(&mut self.analysis, &r.proc, prim)?;
+        // parallel loop it may have changed must still be race-free.
+        match changed {
+            Some(s) => {
+                prims::parallelize::check_parallel_loops_near(&mut self.analysis, &r.proc, s, prim)?
+            }
+            None => prims::parallelize::check_parallel_loops(&mut self.analysis, &r.proc, prim)?,
+        }
         if self.recheck {
             if let Err(ds) = weft_check::check_proc(&r.proc) {
                 let msg = ds

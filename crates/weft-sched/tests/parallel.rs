@@ -123,3 +123,56 @@ fn parallel_tiles_after_split_and_text_schedule() {
     assert!(!text(&s2).contains("par("), "{}", text(&s2));
     same_results(&s2, &[("m", 7), ("n", 2)]);
 }
+
+/// A body of many accesses, each row's own cells but for one statement (`racing`), which the
+/// test varies. Many accesses make the race check prove disjointness of whole sets of accesses
+/// at once; the one racing pair must still be found, with its two iterations.
+fn many_accesses(racing: &str) -> String {
+    format!(
+        "proc many(n: size, x: f32[n + 1, 4] @ DRAM, y: f32[n, 4] @ DRAM, s: f32[4] @ DRAM) {{
+        for i in 0..n {{
+            y[i, 0] = x[i, 0] * 2.0;
+            y[i, 1] = x[i, 1] + y[i, 0];
+            y[i, 2] += x[i + 1, 2];
+            y[i, 3] = x[i, 3];
+            x[i, 0] = y[i, 1];
+            {racing}
+        }}
+    }}"
+    )
+}
+
+#[test]
+fn parallelize_finds_the_one_racing_pair_among_many_accesses() {
+    // Each row writes x[i, 0] and reads x[i + 1, 2]: no race.
+    let mut s = sched(&many_accesses("x[i, 1] = y[i, 3];"));
+    let i = s.find("for i").unwrap();
+    s.parallelize(&i).unwrap();
+    for n in [1, 2, 5] {
+        same_results(&s, &[("n", n)]);
+    }
+    // Writing x[i, 2] races with the next row's read of x[i + 1, 2].
+    let e = parallelize_races(&many_accesses("x[i, 2] = y[i, 3];"));
+    assert_eq!(cex(&e, "i") - cex(&e, "i'"), -1, "{e}");
+    // Reductions into a cell every row shares race (they would commute for reorder_loops).
+    let e = parallelize_races(&many_accesses("s[0] += y[i, 2];"));
+    assert_ne!(cex(&e, "i"), cex(&e, "i'"), "{e}");
+}
+
+#[test]
+fn a_step_inside_a_parallel_loop_proves_the_loop_again() {
+    // A loop marked parallel in source is not proved by `Schedule::new`: the step inside it
+    // (several loops deep) must prove it, and find the race.
+    let src = "proc p(n: size, x: f32[n, 4, 4] @ DRAM, s: f32[1] @ DRAM) {
+        for i in par(0..n) {
+            for j in 0..4 {
+                for k in 0..4 {
+                    s[0] += x[i, j, k];
+                }
+            }
+        }
+    }";
+    let mut s = sched(src);
+    let j = s.find("for j").unwrap();
+    rejected(s.reorder_loops(&j), "reorder_loops", "may race");
+}

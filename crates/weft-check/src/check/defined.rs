@@ -70,6 +70,18 @@ impl Walk<'_> {
         });
     }
 
+    /// Whether this walk asks what is defined of `b` at all (see [`Self::defined_needed`]):
+    /// the goals are costly to build (every write of the buffer is a case), so they are built
+    /// only when asked. Of a local buffer, a full walk asks, in its focus (`Walk::add`); of a
+    /// parameter, a summary, until it is known to be read before it is written.
+    fn defined_wanted(&self, b: &BufInfo) -> bool {
+        match self.mode {
+            Mode::Full => self.in_focus && self.is_local(b),
+            Mode::Summary => !self.is_local(b) && !self.needs_input.contains(&b.root),
+            Mode::Control | Mode::NoInit | Mode::Prewalk => false,
+        }
+    }
+
     /// Whether `goal` (about cells of `b`) must be proved: for a local buffer, in a full
     /// check; for a parameter, it is asked right away in a summary, and when it fails the
     /// parameter is noted as read before it is written: the cell read (root coordinates), where
@@ -149,10 +161,8 @@ impl Walk<'_> {
     /// A read of cell `idx` of `b` (shown as `text`) must read a cell written before, where `b`
     /// views a local buffer (rule `init`).
     pub(super) fn require_defined(&mut self, b: &BufInfo, idx: &[Term], span: Span, text: &str) {
-        match self.mode {
-            Mode::Control | Mode::Prewalk | Mode::NoInit => return,
-            Mode::Full if !self.is_local(b) => return,
-            _ => {}
+        if !self.defined_wanted(b) {
+            return;
         }
         let cell = Self::root_cell(b, idx);
         let (named, defs) = self.name_cell(&cell);
@@ -311,6 +321,9 @@ impl Walk<'_> {
         // is checked for control after every step.
         if matches!(self.mode, Mode::Control | Mode::NoInit) {
             return;
+        }
+        if !self.defined_wanted(b) {
+            return self.call_writes(callee, k, b, sub);
         }
         let summary = self.ck.summary_of(callee);
         // The cells the callee may read: every cell, or the chunks its summary gives (in

@@ -126,14 +126,56 @@ pub fn check_parallel_loops(
     prim: &'static str,
 ) -> Result<(), SchedError> {
     for q in weft_ir::visit::Deps::of(p).procs {
-        let loops: Vec<Path> = all_stmts(&q)
-            .into_iter()
-            .filter(|(_, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }))
-            .map(|(at, _)| at)
-            .collect();
-        for at in loops {
-            prove_race_free(a, &q, &at, prim)?;
+        prove_parallel_loops(a, &q, |_| true, prim)?;
+    }
+    Ok(())
+}
+
+/// [`check_parallel_loops`] after a step that changed only the statement `changed` of `p` (by
+/// address; see [`crate::changed::changed_stmt`]): a parallel loop's race-freedom depends on its
+/// body and on the bounds and conditions around it, so only the loops around `changed`, itself
+/// and inside it can have lost it, with those of the procs called in it (a `replace` may bring
+/// in a callee with parallel loops). A `changed` that is not in `p` checks everything.
+pub fn check_parallel_loops_near(
+    a: &mut Analysis,
+    p: &Arc<Proc>,
+    changed: &Stmt,
+    prim: &'static str,
+) -> Result<(), SchedError> {
+    let Some(at) = all_stmts(p)
+        .into_iter()
+        .find(|(_, s)| std::ptr::eq(*s, changed))
+        .map(|(at, _)| at)
+    else {
+        return check_parallel_loops(a, p, prim);
+    };
+    prove_parallel_loops(a, p, |l| l.starts_with(&at) || at.starts_with(l), prim)?;
+    let mut callees = Vec::new();
+    weft_ir::visit::walk_block(&vec![changed.clone()], &mut |s| {
+        if let StmtKind::Call { proc, .. } = &s.kind {
+            callees.push(proc.clone());
         }
+    });
+    for q in weft_ir::visit::Deps::of_all(&callees).procs {
+        prove_parallel_loops(a, &q, |_| true, prim)?;
+    }
+    Ok(())
+}
+
+/// Prove the parallel loops of `q` whose path `which` accepts race-free.
+fn prove_parallel_loops(
+    a: &mut Analysis,
+    q: &Proc,
+    which: impl Fn(&Path) -> bool,
+    prim: &'static str,
+) -> Result<(), SchedError> {
+    let loops: Vec<Path> = all_stmts(q)
+        .into_iter()
+        .filter(|(at, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }) && which(at))
+        .map(|(at, _)| at)
+        .collect();
+    for at in loops {
+        prove_race_free(a, q, &at, prim)?;
     }
     Ok(())
 }

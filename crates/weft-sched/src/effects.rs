@@ -324,6 +324,9 @@ pub struct Analysis {
     calls_as_written: bool,
     /// Index variables of one cell, for conflict checks between sets of accesses.
     cells: Vec<Var>,
+    /// The checker that proves new calls (`check_new_call`), kept for its solver's cache and
+    /// its callee summaries.
+    checker: weft_check::Checker,
 }
 
 impl Default for Analysis {
@@ -383,7 +386,13 @@ impl Analysis {
             strides: HashMap::new(),
             calls_as_written: false,
             cells: Vec::new(),
+            checker: weft_check::Checker::new(),
         }
+    }
+
+    /// The checker steps use to prove a new call in its context.
+    pub fn checker(&mut self) -> &mut weft_check::Checker {
+        &mut self.checker
     }
 
     pub fn stats(&self) -> SolverStats {

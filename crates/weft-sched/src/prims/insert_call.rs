@@ -90,7 +90,7 @@ pub fn insert_call(
         {
             window_fits(a, p, at, first, buf.name(), &bt, coords, param)?
         }
-        _ => super::check_new_call(PRIM, p, &new, at, callee, first)?,
+        _ => super::check_new_call(a, PRIM, p, &new, at, callee, first)?,
     }
     Ok(Rewrite {
         proc: new,

@@ -169,6 +169,7 @@ pub(crate) fn buffer_at(
 /// at the same place, is not this step's (a schedule may leave, say, an argument in another
 /// memory for a later `set_memory`).
 pub(crate) fn check_new_call(
+    a: &mut Analysis,
     prim: &'static str,
     old: &Proc,
     probe: &Proc,
@@ -179,25 +180,24 @@ pub(crate) fn check_new_call(
     // Definedness (rule `init`) is left to the check of the scheduled proc: the call reads what
     // the block it replaces read, and the rule's coarse form for calls (every cell of a register
     // argument written before) would be proved again for every call of the proc at every step.
+    let checker = a.checker();
     let d = if weft_check::writes_configs(callee) {
-        let Err(ds) = weft_check::check_proc_but_init(probe) else {
+        let ds = checker.check_proc_but_init(probe);
+        if ds.is_empty() {
             return Ok(());
-        };
+        }
         let key = |d: &weft_ir::Diagnostic| (d.rule, d.span, d.message.clone());
-        let before: std::collections::HashSet<_> = weft_check::check_proc_but_init(old)
-            .err()
-            .unwrap_or_default()
-            .iter()
-            .map(key)
-            .collect();
+        let before: std::collections::HashSet<_> =
+            checker.check_proc_but_init(old).iter().map(key).collect();
         match ds.into_iter().find(|d| !before.contains(&key(d))) {
             Some(d) => d,
             None => return Ok(()),
         }
     } else {
-        match weft_check::check_stmt_but_init(probe, stmt_at(prim, probe, at)?) {
-            Ok(()) => return Ok(()),
-            Err(ds) => ds.into_iter().next().expect("an error has a diagnostic"),
+        let focus = stmt_at(prim, probe, at)?;
+        match checker.check_stmt_but_init(probe, focus).into_iter().next() {
+            None => return Ok(()),
+            Some(d) => d,
         }
     };
     let mut e = SchedError::new(

@@ -252,7 +252,7 @@ pub fn replace(
     // every access of a buffer by instructions before it moves the buffer into their memory
     // (`set_memory`, which then checks the memory rules). The final proc is checked in full.
     let probe = path::replace_range(p, at, n, vec![call(with_arg_memories(&allocs, callee, &u))]);
-    super::check_new_call(PRIM, p, &probe, at, callee, first)?;
+    super::check_new_call(a, PRIM, p, &probe, at, callee, first)?;
     Ok(finish(new, at, n))
 }
 

@@ -680,17 +680,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let batch = ((2e7 / flops) as usize).clamp(1, 1000);
         let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 200);
         let (mut tw, mut td, mut te) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            let t = Instant::now();
-            weft_call(&kernel, &layer, &mut out, batch)?;
-            tw.push(t.elapsed().as_secs_f64() / batch as f64);
-            let t = Instant::now();
-            dnnl.run(&dnnl_args, batch)?;
-            td.push(t.elapsed().as_secs_f64() / batch as f64);
-            if let (Some(e), Some(wt)) = (exo, &exo_wt) {
+        // Each round starts with the next library (see the SGEMM benchmark: a fixed order
+        // would leave one library's thread pool asleep every time another's call ends).
+        for round in 0..rounds {
+            for lib in (0..3).map(|i| (i + round) % 3) {
                 let t = Instant::now();
-                e.run(&layer, wt, &mut out_exo, batch);
-                te.push(t.elapsed().as_secs_f64() / batch as f64);
+                match lib {
+                    0 => {
+                        weft_call(&kernel, &layer, &mut out, batch)?;
+                        tw.push(t.elapsed().as_secs_f64() / batch as f64);
+                    }
+                    1 => {
+                        dnnl.run(&dnnl_args, batch)?;
+                        td.push(t.elapsed().as_secs_f64() / batch as f64);
+                    }
+                    _ => {
+                        if let (Some(e), Some(wt)) = (exo, &exo_wt) {
+                            e.run(&layer, wt, &mut out_exo, batch);
+                            te.push(t.elapsed().as_secs_f64() / batch as f64);
+                        }
+                    }
+                }
             }
         }
         let gflops = |t: &[f64]| flops / median(t) / 1e9;

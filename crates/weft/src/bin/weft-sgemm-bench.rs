@@ -9,8 +9,8 @@
 //! Exo's x86 SGEMM joins them: exo-lang's apps/x86/sgemm schedule, ported to the exo-lang 1.0.0
 //! package (bench/peers/exo/sgemm.py), compiled by `setup.sh` with exocc and the C compiler.
 //!
-//! For each shape, the libraries are called in turn, round after round (so all see the same
-//! machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
+//! For each shape, the libraries are called in turn, round after round, each round starting with
+//! the next library (so all see the same machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
 //! fastest peer. Every library's result is checked in every run: C starts as a known matrix, and
 //! after one call sampled cells are compared with dot products computed here in f64. The run
 //! starts with the machine's FMA peak, measured by `fma_peak` of `examples/fma_peak.weft`.
@@ -18,7 +18,9 @@
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-sgemm-bench`
 //! Options: `--threads N` (default 1), `--shapes MxNxK,...`, `--proc NAME` (the weft kernel,
 //! default `sgemm_avx512`, or `sgemm_avx512_par` with two threads), `--file PATH` (default
-//! `examples/sgemm.weft`), `--seconds S` (time per shape and library, default 0.3).
+//! `examples/sgemm.weft`), `--seconds S` (time per shape and library, default 0.3), `--variant
+//! PATH` (a second file with the same proc, a schedule being tried: timed in the same rounds, and
+//! reported with its ratio to weft's, which a comparison across runs on this VM cannot give).
 
 mod support;
 
@@ -338,16 +340,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let venv = support::peers_venv(&root);
     let peers = load_peers(&venv, threads)?;
     let (kernel, peak) = support::weft_kernel(&root, &file, &name, threads)?;
-    let names: Vec<&str> = peers.iter().map(|p| p.name).collect();
+    let variant = match opt("--variant") {
+        Some(path) => Some(support::weft_kernel(&root, Path::new(&path), &name, threads)?.0),
+        None => None,
+    };
+    let mut names: Vec<&str> = peers.iter().map(|p| p.name).collect();
+    if variant.is_some() {
+        names.push("variant");
+    }
     println!(
-        "| M x N x K | weft GFLOP/s | {} | weft / fastest | weft / peak |",
+        "| M x N x K | weft GFLOP/s | {} | weft / fastest | weft / peak |{}",
         names
             .iter()
             .map(|n| format!("{n} GFLOP/s"))
             .collect::<Vec<_>>()
-            .join(" | ")
+            .join(" | "),
+        if variant.is_some() {
+            " variant / weft |"
+        } else {
+            ""
+        }
     );
-    println!("|---|---|{}---|---|", "---|".repeat(peers.len()));
+    println!(
+        "|---|---|{}---|---|{}",
+        "---|".repeat(names.len()),
+        if variant.is_some() { "---|" } else { "" }
+    );
     let mut worst = f64::MAX;
     for &(m, n, k) in &shapes {
         let a: Vec<f32> = (0..m * k)
@@ -366,23 +384,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (p.call)(m, n, k, &a, &b, &mut c);
             check(p.name, (m, n, k), &a, &b, &c0, &c)?;
         }
+        if let Some(v) = &variant {
+            let mut c = c0.clone();
+            weft_call(v, m, n, k, &a, &b, &mut c, 1);
+            check("variant", (m, n, k), &a, &b, &c0, &c)?;
+        }
         // Rounds of calls, all libraries in turn; each round calls each library `batch` times,
         // so that one timing is long enough for the clock.
         let flops = 2.0 * (m * n * k) as f64;
         let batch = ((2e6 / flops) as usize).clamp(1, 2000);
         let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 400);
         let mut c = c0.clone();
-        let mut times = vec![Vec::new(); peers.len() + 1];
-        for _ in 0..rounds {
-            let t = Instant::now();
-            weft_call(&kernel, m, n, k, &a, &b, &mut c, batch);
-            times[0].push(t.elapsed().as_secs_f64() / batch as f64);
-            for (p, ts) in peers.iter().zip(&mut times[1..]) {
+        let mut times = vec![Vec::new(); names.len() + 1];
+        // Each round starts with the next library: one that runs right after another libgomp
+        // user finds that pool's threads still spinning, and one that runs after a long call
+        // of OpenBLAS or BLIS (own threads) finds them asleep (waking one costs about 130 us
+        // on this VM), so a fixed order would favour some libraries every time.
+        for round in 0..rounds {
+            let libs = times.len();
+            for lib in (0..libs).map(|i| (i + round) % libs) {
                 let t = Instant::now();
-                for _ in 0..batch {
-                    (p.call)(m, n, k, &a, &b, &mut c);
+                if lib == 0 {
+                    weft_call(&kernel, m, n, k, &a, &b, &mut c, batch);
+                } else if let Some(p) = peers.get(lib - 1) {
+                    for _ in 0..batch {
+                        (p.call)(m, n, k, &a, &b, &mut c);
+                    }
+                } else if let Some(v) = &variant {
+                    weft_call(v, m, n, k, &a, &b, &mut c, batch);
                 }
-                ts.push(t.elapsed().as_secs_f64() / batch as f64);
+                times[lib].push(t.elapsed().as_secs_f64() / batch as f64);
             }
             // Keep C finite: it accumulates every call.
             if c[0].abs() > 1e6 {
@@ -390,18 +421,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let gflops: Vec<f64> = times.iter().map(|t| flops / median(t) / 1e9).collect();
-        let fastest = gflops[1..].iter().cloned().fold(0.0, f64::max);
+        let fastest = gflops[1..=peers.len()].iter().cloned().fold(0.0, f64::max);
         let ratio = gflops[0] / fastest;
         worst = worst.min(ratio);
         println!(
-            "| {m} x {n} x {k} | {:.1} | {} | {ratio:.2} | {:.2} |",
+            "| {m} x {n} x {k} | {:.1} | {} | {ratio:.2} | {:.2} |{}",
             gflops[0],
             gflops[1..]
                 .iter()
                 .map(|g| format!("{g:.1}"))
                 .collect::<Vec<_>>()
                 .join(" | "),
-            gflops[0] / peak
+            gflops[0] / peak,
+            match variant {
+                Some(_) => format!(" {:.2} |", gflops[names.len()] / gflops[0]),
+                None => String::new(),
+            }
         );
     }
     println!();

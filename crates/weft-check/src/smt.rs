@@ -314,6 +314,17 @@ impl<S: Solver> Solver for CachingSolver<S> {
         self.cached(facts.to_vec(), goal, false)
     }
 
+    /// [`Self::check_valid`] where an undecided answer does not tighten the limits (the caller
+    /// has another way to decide).
+    fn check_valid_attempt(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.stats.queries += 1;
+        let sliced = relevant_facts(facts, goal);
+        if sliced.len() < facts.len() && self.cached(sliced, goal, true) == Validity::Valid {
+            return Validity::Valid;
+        }
+        self.cached(facts.to_vec(), goal, true)
+    }
+
     fn new_budget(&mut self) {
         self.inner.new_budget()
     }

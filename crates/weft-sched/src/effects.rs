@@ -956,8 +956,9 @@ impl Analysis {
     /// that conflict with it as another, the two sets are disjoint when their conjunction is
     /// unsatisfiable. By distributivity that conjunction is the disjunction of the pairwise
     /// overlap conditions, so this is the pairwise check exactly (a big loop body's hundreds of
-    /// accesses made it tens of thousands of queries). False when it cannot prove it; the
-    /// caller then finds the conflicting pair, and its counterexample, pair by pair.
+    /// accesses made it tens of thousands of queries). False when it cannot prove it (a
+    /// conflict, or a query too hard for the solver's limits); the caller then asks pair by
+    /// pair, which names the conflicting pair and its counterexample.
     fn no_conflict_between_unions(
         &mut self,
         facts: &[Term],
@@ -1000,7 +1001,10 @@ impl Analysis {
                 }
                 let cells = self.cells(x.idx.len());
                 let meet = Term::And(vec![union_at(xs, &cells), union_at(&ys, &cells)]);
-                if self.prove(&hypotheses, &Term::not(meet)).is_err() {
+                // Undecided is no answer here (the pairs decide), so it must not tighten the
+                // solver's limits for the pairwise queries that follow.
+                let disjoint = Term::not(meet);
+                if self.solver.check_valid_attempt(&hypotheses, &disjoint) != Validity::Valid {
                     return false;
                 }
             }

@@ -1416,3 +1416,32 @@ fn extract_proc_with_a_negative_stride_argument_and_a_bool_fact() {
     let sizes: Vec<&[(&str, i64)]> = sizes.iter().map(|v| &v[..]).collect();
     sound(r, &s, &sizes, &cfg_states(&[], &[]), &[]);
 }
+
+/// (Review.) Inner loop bounds that read a config field: after the exchange they are evaluated
+/// even where the outer loop runs no iteration (`m = 1`), where the field was never written, an
+/// error the original does not make. Refused unless the outer loop provably runs; with `m >= 2`
+/// as a precondition the exchange is accepted and the results agree.
+#[test]
+fn reorder_loops_with_config_bounds_inside_a_loop_that_may_not_run() {
+    let src = "config G { k: index }
+proc p(m: size, A: i32[m] @ DRAM) {
+    for j in 0..m - 1 {
+        for k0 in 0..max(G.k, 0) {
+            A[j] += 1;
+        }
+    }
+}";
+    let mut s = sched(src);
+    let j = s.find("for j").unwrap();
+    let e = rejected(s.reorder_loops(&j), "reorder_loops", "may run zero times");
+    assert_eq!(cex(&e, "m"), 1, "{e}");
+    let runs = src.replace(
+        "A: i32[m] @ DRAM) {",
+        "A: i32[m] @ DRAM) {\n    assert m >= 2;",
+    );
+    let mut s = sched(&runs);
+    let j = s.find("for j").unwrap();
+    s.reorder_loops(&j).unwrap();
+    let cfgs = cfg_states(&[("G", 0)], &[0, 3]);
+    same_everywhere(&s, &[&[("m", 2)], &[("m", 5)]], &cfgs, &[("G", 0)]);
+}

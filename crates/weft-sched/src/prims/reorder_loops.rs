@@ -11,7 +11,10 @@
 //! the pairs `(x, y)` and `(x', y')` with `x < x'` and `y' < y`, so with `a` the body's effects:
 //! `∀ x, y, x', y'. Bd(x, y) ∧ Bd(x', y') ∧ x < x' ∧ y' < y ⇒ Commutes(a[x, y], a[x', y'])`.
 //! The bounds themselves are control expressions (never data); a config field they read must not
-//! be written by the body, since the exchange changes how often they are evaluated.
+//! be written by the body, since the exchange changes how often they are evaluated, and where the
+//! inner bounds read one, the outer loop must run at least once (`lx < hx`): outermost, they are
+//! evaluated even where the outer loop runs no iteration, where the field may never have been
+//! written.
 
 use super::{conflict_error, describe, loop_at, Rewrite};
 use crate::effects::{index_term, Analysis};
@@ -84,6 +87,30 @@ pub fn reorder_loops(
         "the inner loop's body",
         inner.stmt,
     )?;
+    // Outermost after the exchange, the inner bounds are evaluated when the outer loop runs
+    // zero times too: a config field they read may never have been written then (an error the
+    // original does not make).
+    if !super::config_reads(&[inner.lo, inner.hi]).is_empty() {
+        let scope = a.scope_at(p, at);
+        let lo = super::term_at(a, PRIM, &scope, outer.lo)?;
+        let hi = super::term_at(a, PRIM, &scope, outer.hi)?;
+        super::require(
+            a,
+            PRIM,
+            &scope.facts,
+            &Term::lt(lo, hi),
+            || {
+                format!(
+                    "the bounds of loop '{}' read a config field, and loop '{}' may run zero \
+                     times, when the original never evaluates them",
+                    inner.var.name(),
+                    outer.var.name()
+                )
+            },
+            inner.stmt.span,
+            describe(inner.stmt),
+        )?;
+    }
 
     // The second iteration: every variable bound at or below the outer loop primed.
     let (x, y) = (index_term(outer.var), index_term(inner.var));

@@ -680,10 +680,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let batch = ((2e7 / flops) as usize).clamp(1, 1000);
         let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 200);
         let (mut tw, mut td, mut te) = (Vec::new(), Vec::new(), Vec::new());
-        // Each round starts with the next library (see the SGEMM benchmark: a fixed order
+        // Each round calls the libraries in a new order (see the SGEMM benchmark: a fixed order
         // would leave one library's thread pool asleep every time another's call ends).
+        let mut order = [0, 1, 2];
         for round in 0..rounds {
-            for lib in (0..3).map(|i| (i + round) % 3) {
+            support::shuffle(&mut order, round as u64);
+            for &lib in &order {
                 let t = Instant::now();
                 match lib {
                     0 => {

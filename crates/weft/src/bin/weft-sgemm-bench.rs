@@ -9,8 +9,8 @@
 //! Exo's x86 SGEMM joins them: exo-lang's apps/x86/sgemm schedule, ported to the exo-lang 1.0.0
 //! package (bench/peers/exo/sgemm.py), compiled by `setup.sh` with exocc and the C compiler.
 //!
-//! For each shape, the libraries are called in turn, round after round, each round starting with
-//! the next library (so all see the same machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
+//! For each shape, the libraries are called in turn, round after round, each round in a new order
+//! (so all see the same machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
 //! fastest peer. Every library's result is checked in every run: C starts as a known matrix, and
 //! after one call sampled cells are compared with dot products computed here in f64. The run
 //! starts with the machine's FMA peak, measured by `fma_peak` of `examples/fma_peak.weft`.
@@ -396,13 +396,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 400);
         let mut c = c0.clone();
         let mut times = vec![Vec::new(); names.len() + 1];
-        // Each round starts with the next library: one that runs right after another libgomp
-        // user finds that pool's threads still spinning, and one that runs after a long call
-        // of OpenBLAS or BLIS (own threads) finds them asleep (waking one costs about 130 us
-        // on this VM), so a fixed order would favour some libraries every time.
+        // Each round calls the libraries in a new order (the same in every run): one that runs
+        // right after another libgomp user finds that pool's threads still spinning, and one
+        // that runs after a long call of OpenBLAS or BLIS (own threads) finds them asleep
+        // (waking one costs about 130 us on this VM), so a fixed order, or a rotated one,
+        // would favour the same library every time.
+        let mut order: Vec<usize> = (0..times.len()).collect();
         for round in 0..rounds {
-            let libs = times.len();
-            for lib in (0..libs).map(|i| (i + round) % libs) {
+            support::shuffle(&mut order, round as u64);
+            for &lib in &order {
                 let t = Instant::now();
                 if lib == 0 {
                     weft_call(&kernel, m, n, k, &a, &b, &mut c, batch);

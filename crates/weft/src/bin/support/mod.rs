@@ -44,6 +44,19 @@ pub fn set_thread_env(threads: usize) {
     }
 }
 
+/// Shuffle `v` (Fisher-Yates) with a small generator seeded by `seed`: the same order for the
+/// same seed in every run.
+pub fn shuffle<T>(v: &mut [T], seed: u64) {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for i in (1..v.len()).rev() {
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+}
+
 pub fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);

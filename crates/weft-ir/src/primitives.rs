@@ -259,7 +259,7 @@ pub const PRIMITIVES: &[Primitive] = &[
         "reorder_loops",
         &[req("loop", ParamKind::Stmt, "the outer loop")],
         "Swaps the loop with the loop that is its whole body.",
-        "the inner loop's bounds do not use the outer variable, and every two iterations whose order changes commute.",
+        "the inner loop's bounds do not use the outer variable (and, where they read a config field, the outer loop runs at least once), and every two iterations whose order changes commute.",
     ),
     prim(
         "fuse",

@@ -151,11 +151,15 @@ pub fn check_parallel_loops_near(
     };
     prove_parallel_loops(a, p, |l| l.starts_with(&at) || at.starts_with(l), prim)?;
     let mut callees = Vec::new();
-    weft_ir::visit::walk_block(&vec![changed.clone()], &mut |s| {
+    let mut called = |s: &Stmt| {
         if let StmtKind::Call { proc, .. } = &s.kind {
             callees.push(proc.clone());
         }
-    });
+    };
+    called(changed);
+    for b in weft_ir::visit::stmt_blocks(changed) {
+        weft_ir::visit::walk_block(b, &mut called);
+    }
     for q in weft_ir::visit::Deps::of_all(&callees).procs {
         prove_parallel_loops(a, &q, |_| true, prim)?;
     }

@@ -275,6 +275,17 @@ impl<S: Solver> CachingSolver<S> {
 }
 
 impl<S: Solver> CachingSolver<S> {
+    /// [`Solver::check_valid`]: the relevant facts first, then all of them (`attempt`: an
+    /// undecided answer to the full query does not tighten the limits either).
+    fn sliced_then_full(&mut self, facts: &[Term], goal: &Term, attempt: bool) -> Validity {
+        self.stats.queries += 1;
+        let sliced = relevant_facts(facts, goal);
+        if sliced.len() < facts.len() && self.cached(sliced, goal, true) == Validity::Valid {
+            return Validity::Valid;
+        }
+        self.cached(facts.to_vec(), goal, attempt)
+    }
+
     /// The inner solver's answer to exactly this query, through the cache.
     fn cached(&mut self, facts: Vec<Term>, goal: &Term, attempt: bool) -> Validity {
         let key = (facts, goal.clone());
@@ -306,23 +317,13 @@ impl<S: Solver> Solver for CachingSolver<S> {
     /// counterexample, are the full query's (and the first attempt, when undecided, does not
     /// tighten the limits of the unit of work).
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
-        self.stats.queries += 1;
-        let sliced = relevant_facts(facts, goal);
-        if sliced.len() < facts.len() && self.cached(sliced, goal, true) == Validity::Valid {
-            return Validity::Valid;
-        }
-        self.cached(facts.to_vec(), goal, false)
+        self.sliced_then_full(facts, goal, false)
     }
 
     /// [`Self::check_valid`] where an undecided answer does not tighten the limits (the caller
     /// has another way to decide).
     fn check_valid_attempt(&mut self, facts: &[Term], goal: &Term) -> Validity {
-        self.stats.queries += 1;
-        let sliced = relevant_facts(facts, goal);
-        if sliced.len() < facts.len() && self.cached(sliced, goal, true) == Validity::Valid {
-            return Validity::Valid;
-        }
-        self.cached(facts.to_vec(), goal, true)
+        self.sliced_then_full(facts, goal, true)
     }
 
     fn new_budget(&mut self) {

@@ -10,10 +10,11 @@
 //! package (bench/peers/exo/sgemm.py), compiled by `setup.sh` with exocc and the C compiler.
 //!
 //! For each shape, the libraries are called in turn, round after round, each round in a new order
-//! (so all see the same machine conditions); the table reports each one's median GFLOP/s and weft's ratio to the
-//! fastest peer. Every library's result is checked in every run: C starts as a known matrix, and
-//! after one call sampled cells are compared with dot products computed here in f64. The run
-//! starts with the machine's FMA peak, measured by `fma_peak` of `examples/fma_peak.weft`.
+//! (so all see the same machine conditions); the table reports each one's median GFLOP/s and
+//! weft's ratio to the fastest peer. Every library's result is checked in every run: C starts as
+//! a known matrix, and after one call sampled cells are compared with dot products computed
+//! here in f64. The run starts with the machine's FMA peak, measured by `fma_peak` of
+//! `examples/fma_peak.weft`.
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-sgemm-bench`
 //! Options: `--threads N` (default 1), `--shapes MxNxK,...`, `--proc NAME` (the weft kernel,

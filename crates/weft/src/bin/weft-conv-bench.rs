@@ -14,12 +14,15 @@
 //!
 //! Shapes: the Exo paper's layer (batch 5, 80 x 100 output, 128 channels in and out, 3 x 3), the
 //! same with 100 channels (not a multiple of the 16-lane vector), and smaller layers of ResNet's
-//! kind. Each round calls each library in turn; the table reports medians in GFLOP/s and weft's
-//! ratio. Every run checks both outputs at sampled points against sums computed here in f64.
+//! kind. Each round calls each library in turn, in a new order; the table reports medians in
+//! GFLOP/s and weft's ratio. Every run checks every output at sampled points against sums computed
+//! here in f64.
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-conv-bench`
 //! Options: `--threads N` (default 1), `--shapes NxHxWxCxKxR,...`, `--proc NAME`, `--file PATH`,
-//! `--seconds S` (time per shape and library, default 0.5).
+//! `--seconds S` (time per shape and library, default 0.5), `--variant PATH` (a second file with
+//! the same proc, timed in the same rounds and reported with its ratio to weft's, as in the SGEMM
+//! benchmark).
 
 mod support;
 
@@ -649,14 +652,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("oneDNN (onednn-cpu-gomp) not found; run bash bench/peers/setup.sh")?;
 
     let (kernel, peak) = support::weft_kernel(&root, &file, &name, threads)?;
+    let variant = match opt("--variant") {
+        Some(path) => Some(support::weft_kernel(&root, Path::new(&path), &name, threads)?.0),
+        None => None,
+    };
     let exo = ExoConv::load(&venv)?;
     if exo.is_none() {
         println!("(Exo's convolution not built: run bash bench/peers/setup.sh)");
     }
+    let extra = if variant.is_some() {
+        " variant GFLOP/s | variant / weft |"
+    } else {
+        ""
+    };
     println!(
-        "| N x H x W x C x K x R | weft GFLOP/s | oneDNN GFLOP/s | Exo GFLOP/s | weft / fastest | weft / peak |"
+        "| N x H x W x C x K x R | weft GFLOP/s | oneDNN GFLOP/s | Exo GFLOP/s | weft / fastest | weft / peak |{extra}"
     );
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "|---|---|---|---|---|---|{}",
+        if variant.is_some() { "---|---|" } else { "" }
+    );
     let mut worst = f64::MAX;
     for &shape in &shapes {
         let layer = Layer::new(shape);
@@ -679,10 +694,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let flops = layer.flops();
         let batch = ((2e7 / flops) as usize).clamp(1, 1000);
         let rounds = ((seconds * 100e9 / (flops * batch as f64)) as usize).clamp(5, 200);
-        let (mut tw, mut td, mut te) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut tw, mut td, mut te, mut tv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut out_variant = vec![f32::NAN; layer.out_len()];
+        if let Some(v) = &variant {
+            weft_call(v, &layer, &mut out_variant, 1)?;
+            layer.check("variant", &out_variant)?;
+        }
         // Each round calls the libraries in a new order (see the SGEMM benchmark: a fixed order
         // would leave one library's thread pool asleep every time another's call ends).
-        let mut order = [0, 1, 2];
+        let mut order = [0, 1, 2, 3];
         for round in 0..rounds {
             support::shuffle(&mut order, round as u64);
             for &lib in &order {
@@ -696,10 +716,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         dnnl.run(&dnnl_args, batch)?;
                         td.push(t.elapsed().as_secs_f64() / batch as f64);
                     }
-                    _ => {
+                    2 => {
                         if let (Some(e), Some(wt)) = (exo, &exo_wt) {
                             e.run(&layer, wt, &mut out_exo, batch);
                             te.push(t.elapsed().as_secs_f64() / batch as f64);
+                        }
+                    }
+                    _ => {
+                        if let Some(v) = &variant {
+                            weft_call(v, &layer, &mut out_variant, batch)?;
+                            tv.push(t.elapsed().as_secs_f64() / batch as f64);
                         }
                     }
                 }
@@ -711,11 +737,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let fastest = gd.max(ge.unwrap_or(0.0));
         worst = worst.min(gw / fastest);
         let (n, h, w, c, k, r) = shape;
+        let gv = (!tv.is_empty()).then(|| gflops(&tv));
         println!(
-            "| {n} x {h} x {w} x {c} x {k} x {r} | {gw:.1} | {gd:.1} | {} | {:.2} | {:.2} |",
+            "| {n} x {h} x {w} x {c} x {k} x {r} | {gw:.1} | {gd:.1} | {} | {:.2} | {:.2} |{}",
             ge.map_or("-".to_string(), |g| format!("{g:.1}")),
             gw / fastest,
-            gw / peak
+            gw / peak,
+            gv.map_or(String::new(), |g| format!(" {g:.1} | {:.2} |", g / gw))
         );
     }
     println!();

@@ -60,9 +60,9 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         return;
     }
     // The two-core version's parallel loops run: the panels where N >= 128 with an even number
-    // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 192
-    // and K >= 16; the right edge's row tiles where M >= 192 and K >= 16. The sizes on both
-    // sides of those thresholds:
+    // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 96
+    // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0. The sizes
+    // on both sides of those thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")
@@ -75,9 +75,11 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         (5, 200, 16),
         (9, 321, 16),
         (7, 330, 15),
-        (193, 200, 17),
-        (191, 263, 16),
-        (197, 390, 20),
+        (97, 200, 17),
+        (95, 263, 16),
+        (101, 390, 20),
+        (96, 64, 16),
+        (99, 128, 16),
     ] {
         let opts = RunOptions {
             sizes: sizes(m, n, k),

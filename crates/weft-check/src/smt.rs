@@ -420,10 +420,23 @@ pub fn relevant_facts(facts: &[Term], goal: &Term) -> Vec<Term> {
 /// before it: after two, the limit drops to a tenth, so that a proc with many undecidable
 /// obligations is rejected in seconds rather than minutes.
 pub struct Z3Solver {
-    solver: z3::Solver,
+    /// The long-lived context's solver, taken from this thread's [`WARM_SOLVERS`] and given
+    /// back when this is dropped (`None` only while dropping).
+    solver: Option<z3::Solver>,
     /// Queries the solver could not decide so far.
     unknowns: u32,
 }
+
+thread_local! {
+    /// Solvers of the thread's long-lived context that earlier [`Z3Solver`]s used, each at
+    /// scope level 0 with no assertion. A z3 solver's first `push` sets up its incremental
+    /// core, which takes 2-4 ms (a query takes 10-100 us); a checker or a scheduling step that
+    /// made a solver of its own paid that every time, a third of a schedule's time in all.
+    static WARM_SOLVERS: std::cell::RefCell<Vec<z3::Solver>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How many idle solvers a thread keeps.
+const WARM_SOLVERS_KEPT: usize = 8;
 
 /// How much work a query may take in the fresh context, in z3's resource units (`rlimit`;
 /// about 0.5 to 1.5 per microsecond on the reference machine). One that runs out (non-linear,
@@ -435,7 +448,10 @@ const FULL_LIMITS: u32 = 2;
 /// The limit of the first attempt, in the long-lived context.
 const QUICK_RLIMIT: u32 = 100_000;
 /// A wall-clock limit far beyond the resource limit: a safety net for work z3 does not count
-/// (a query of 3,000,000 units gets 60 s), never what decides a query in practice.
+/// (a query of 3,000,000 units gets 60 s), never what decides a query in practice. Only the
+/// fresh context's queries get it: z3 runs a timer thread for each query with a timeout, which
+/// tripled the time of the quick attempts (14 against 31-40 us for a small query), and a quick
+/// attempt that overran would cost its 100,000 units' time only.
 const SAFETY_UNITS_PER_MS: u32 = 50;
 
 impl Default for Z3Solver {
@@ -446,19 +462,41 @@ impl Default for Z3Solver {
 
 impl Z3Solver {
     pub fn new() -> Z3Solver {
-        let solver = z3::Solver::new();
-        limit(&solver, QUICK_RLIMIT);
+        let solver = WARM_SOLVERS
+            .with(|w| w.borrow_mut().pop())
+            .unwrap_or_else(|| {
+                let solver = z3::Solver::new();
+                limit(&solver, QUICK_RLIMIT, false);
+                solver
+            });
         Z3Solver {
-            solver,
+            solver: Some(solver),
             unknowns: 0,
         }
     }
 }
 
-fn limit(solver: &z3::Solver, rlimit: u32) {
+impl Drop for Z3Solver {
+    fn drop(&mut self) {
+        // Every query pops what it pushed, so the solver is as `new` left it. (During thread
+        // exit the pool may be gone already: the solver is then just dropped.)
+        if let Some(solver) = self.solver.take() {
+            let _ = WARM_SOLVERS.try_with(|w| {
+                let mut w = w.borrow_mut();
+                if w.len() < WARM_SOLVERS_KEPT {
+                    w.push(solver);
+                }
+            });
+        }
+    }
+}
+
+fn limit(solver: &z3::Solver, rlimit: u32, safety_timeout: bool) {
     let mut params = z3::Params::new();
     params.set_u32("rlimit", rlimit);
-    params.set_u32("timeout", rlimit / SAFETY_UNITS_PER_MS);
+    if safety_timeout {
+        params.set_u32("timeout", rlimit / SAFETY_UNITS_PER_MS);
+    }
     solver.set_params(&params);
 }
 
@@ -588,9 +626,13 @@ impl Z3Solver {
         sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let facts: Vec<&Term> = sorted.into_iter().map(|(_, f)| f).collect();
         // Incremental mode (a scope pushed) runs z3's SMT core directly: fast on most queries.
-        self.solver.push();
-        let quick = solve(&self.solver, &facts, goal);
-        self.solver.pop(1);
+        let solver = self
+            .solver
+            .as_ref()
+            .expect("a Z3Solver has its solver until dropped");
+        solver.push();
+        let quick = solve(solver, &facts, goal);
+        solver.pop(1);
         if quick != Validity::Unknown {
             return quick;
         }
@@ -603,7 +645,7 @@ impl Z3Solver {
         // some obligations (case splits over vector lanes) need to be decided at all.
         let result = z3::with_z3_config(&z3::Config::new(), || {
             let solver = z3::Solver::new();
-            limit(&solver, rlimit);
+            limit(&solver, rlimit, true);
             solve(&solver, &facts, goal)
         });
         if count && result == Validity::Unknown {

@@ -253,10 +253,14 @@ pub fn apply_schedules(
         }
         // Every step was proved; checking the result again costs little and guards the
         // primitives themselves. Procs made by `extract_proc` join the module before the proc
-        // that calls them.
+        // that calls them. The module's procs it calls (earlier schedules' results among them)
+        // were checked already, by the caller (`check_module`) or by this loop.
         let mut made: Vec<std::sync::Arc<weft_ir::Proc>> = sched.extracted().to_vec();
         made.push(proc);
-        if let Err(d) = weft_check::check_procs(&made) {
+        let checked = |q: &std::sync::Arc<weft_ir::Proc>| {
+            p.module.procs.iter().any(|m| std::sync::Arc::ptr_eq(m, q))
+        };
+        if let Err(d) = weft_check::check_procs_trusting(&made, checked) {
             return Err(Error::new(&p.sources, d));
         }
         p.module.procs.extend(made);

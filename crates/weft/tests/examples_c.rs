@@ -1,6 +1,7 @@
 //! Every shipped example's generated C compiles warning-free with `-Wall -Wextra` and runs clean
 //! under AddressSanitizer and UndefinedBehaviorSanitizer, called through its uniform entry point
-//! from a generated C `main` at the sizes of the example's last `// run:` line.
+//! from a generated C `main` at the sizes of the example's last `// run:` line, and of each
+//! `// sanitize:` line (cases the last run line does not reach, written like a run line).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -13,6 +14,11 @@ fn run_line_sizes(text: &str) -> Option<(String, HashMap<String, i64>)> {
         .lines()
         .rev()
         .find_map(|l| l.trim().strip_prefix("// run:"))?;
+    line_sizes(line)
+}
+
+/// The proc and sizes of a run line's arguments (`--proc P --size N=4 ...`).
+fn line_sizes(line: &str) -> Option<(String, HashMap<String, i64>)> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let mut proc = None;
     let mut sizes = HashMap::new();
@@ -121,14 +127,15 @@ fn example_c_is_warning_free_and_sanitizer_clean() {
         let program = weft::load(&path).unwrap_or_else(|e| panic!("{e}"));
         // A proc of a `// run:` line, or the lowered proc of each pipeline of `// realize:` lines.
         let mut cases = Vec::new();
-        if let Some((proc_name, sizes)) = run_line_sizes(&text) {
+        let sanitize_lines = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("// sanitize:"))
+            .map(|l| line_sizes(l).unwrap_or_else(|| panic!("a malformed sanitize line: {l}")));
+        for (proc_name, sizes) in run_line_sizes(&text).into_iter().chain(sanitize_lines) {
             let proc = program.module.proc(&proc_name).unwrap().clone();
             let args = weft::interp::random_args(&proc, &sizes, 1).unwrap();
-            cases.push((
-                path.file_stem().unwrap().to_string_lossy().to_string(),
-                proc,
-                args,
-            ));
+            let stem = path.file_stem().unwrap().to_string_lossy();
+            cases.push((format!("{stem}_{}", cases.len()), proc, args));
         }
         for (name, sizes) in realize_line_sizes(&program, &text) {
             let lp = weft::pipeline::lower(&program, &name).unwrap_or_else(|e| panic!("{e}"));

@@ -423,6 +423,10 @@ pub struct Z3Solver {
     /// The long-lived context's solver, taken from this thread's [`WARM_SOLVERS`] and given
     /// back when this is dropped (`None` only while dropping).
     solver: Option<z3::Solver>,
+    /// Whether a query is between its `push` and `pop`: a panic there (unwound and caught by a
+    /// caller) leaves its assertions in the solver, which must then not go back to the pool,
+    /// where they would be facts of every later query.
+    in_query: bool,
     /// Queries the solver could not decide so far.
     unknowns: u32,
 }
@@ -471,6 +475,7 @@ impl Z3Solver {
             });
         Z3Solver {
             solver: Some(solver),
+            in_query: false,
             unknowns: 0,
         }
     }
@@ -478,8 +483,11 @@ impl Z3Solver {
 
 impl Drop for Z3Solver {
     fn drop(&mut self) {
-        // Every query pops what it pushed, so the solver is as `new` left it. (During thread
-        // exit the pool may be gone already: the solver is then just dropped.)
+        // Every query that ended popped what it pushed, so the solver is as `new` left it.
+        // (During thread exit the pool may be gone already: the solver is then just dropped.)
+        if self.in_query {
+            return;
+        }
         if let Some(solver) = self.solver.take() {
             let _ = WARM_SOLVERS.try_with(|w| {
                 let mut w = w.borrow_mut();
@@ -630,9 +638,11 @@ impl Z3Solver {
             .solver
             .as_ref()
             .expect("a Z3Solver has its solver until dropped");
+        self.in_query = true;
         solver.push();
         let quick = solve(solver, &facts, goal);
         solver.pop(1);
+        self.in_query = false;
         if quick != Validity::Unknown {
             return quick;
         }
@@ -689,5 +699,45 @@ fn solve(solver: &z3::Solver, facts: &[&Term], goal: &Term) -> Validity {
             }
             Validity::Invalid(cex)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `0 < x ⇒ 1 < x`, which is not valid.
+    fn invalid_query(s: &mut Z3Solver) -> Validity {
+        let x = Term::IntVar(Var {
+            id: 7,
+            name: "x".into(),
+        });
+        s.check_valid(
+            &[Term::lt(Term::Int(0), x.clone())],
+            &Term::lt(Term::Int(1), x),
+        )
+    }
+
+    /// A query that panicked between its `push` and `pop` (a caller may catch the unwinding)
+    /// left its assertions in the solver; the pool must not hand that solver out again, where
+    /// an assertion `false` would make every later query valid.
+    #[test]
+    fn a_solver_left_inside_a_query_does_not_go_back_to_the_pool() {
+        let s = Z3Solver::new();
+        let z = s.solver.as_ref().unwrap();
+        z.push();
+        z.assert(z3::ast::Bool::from_bool(false));
+        let mut s = s;
+        s.in_query = true;
+        drop(s);
+        for _ in 0..=WARM_SOLVERS_KEPT {
+            let mut t = Z3Solver::new();
+            assert!(matches!(invalid_query(&mut t), Validity::Invalid(_)));
+        }
+        // Solvers that ended their queries are reused, and answer as before.
+        let mut t = Z3Solver::new();
+        assert!(matches!(invalid_query(&mut t), Validity::Invalid(_)));
+        drop(t);
+        assert!(WARM_SOLVERS.with(|w| !w.borrow().is_empty()));
     }
 }

@@ -490,3 +490,40 @@ proc p(x: f32[8] @ DRAM) {{
     let d = common::check(&text("C.k = 9;")).expect_err("C.k is unknown after the call");
     assert_eq!(d[0].rule, "bounds", "{d:?}");
 }
+
+/// `check_procs_trusting` skips the full check of the callees it is told were checked (a
+/// schedule's result calls procs of its module), still checks the roots and every other
+/// callee, and still summarises the trusted callee where it is called (an out-of-range call
+/// is the caller's error).
+#[test]
+fn trusted_callees_are_not_checked_again_but_roots_and_the_rest_are() {
+    let text = "proc bad_trusted(a: [f32][4] @ DRAM) {
+    a[4] = 1.0;
+}
+proc bad_other(a: [f32][4] @ DRAM) {
+    a[5] = 1.0;
+}
+proc root(n: size, a: f32[8] @ DRAM) {
+    bad_trusted(a[0:4]);
+    bad_other(a[4:8]);
+    a[8] = 2.0;
+}
+";
+    let mut sources = weft_syntax::SourceMap::new();
+    let m = weft_syntax::parse_module(&mut sources, "t.weft", text).unwrap();
+    let by_name = |n: &str| m.procs.iter().find(|p| p.name == n).unwrap().clone();
+    let (trusted, root) = (by_name("bad_trusted"), by_name("root"));
+    let line = |d: &weft_ir::Diagnostic| text[..d.span.lo as usize].lines().count();
+    let d = weft_check::check_procs_trusting(std::slice::from_ref(&root), |p| {
+        std::sync::Arc::ptr_eq(p, &trusted) || std::sync::Arc::ptr_eq(p, &root)
+    })
+    .expect_err("the root and bad_other are checked");
+    let mut lines: Vec<usize> = d.iter().map(line).collect();
+    lines.sort();
+    assert_eq!(lines, vec![5, 10], "{d:?}");
+    // Trusting nothing, the trusted callee's error is found too.
+    let d = weft_check::check_procs(&[root]).expect_err("all three are wrong");
+    let mut lines: Vec<usize> = d.iter().map(line).collect();
+    lines.sort();
+    assert_eq!(lines, vec![2, 5, 10], "{d:?}");
+}

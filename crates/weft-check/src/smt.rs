@@ -63,6 +63,34 @@ impl Term {
         Term::Ite(Box::new(c), Box::new(a), Box::new(b))
     }
 
+    /// Whether the term is linear (quasi-affine): every product has a side without variables,
+    /// every quotient and remainder a divisor without variables.
+    pub fn is_linear(&self) -> bool {
+        /// (linear, mentions a variable)
+        fn walk(t: &Term) -> (bool, bool) {
+            match t {
+                Term::Int(_) | Term::Bool(_) => (true, false),
+                Term::IntVar(_) | Term::BoolVar(_) => (true, true),
+                Term::Mul(a, b) => {
+                    let ((la, va), (lb, vb)) = (walk(a), walk(b));
+                    (la && lb && !(va && vb), va || vb)
+                }
+                Term::Div(a, b) | Term::Mod(a, b) => {
+                    let ((la, va), (lb, vb)) = (walk(a), walk(b));
+                    (la && lb && !vb, va || vb)
+                }
+                _ => {
+                    let mut kids = Vec::new();
+                    t.children(&mut kids);
+                    kids.into_iter()
+                        .map(walk)
+                        .fold((true, false), |(l, v), (lk, vk)| (l && lk, v || vk))
+                }
+            }
+        }
+        walk(self).0
+    }
+
     /// The number of nodes of the term, counted up to `limit` (the count stops there).
     pub fn size_at_most(&self, limit: usize) -> usize {
         let mut n = 0;
@@ -243,6 +271,13 @@ pub trait Solver {
         self.check_valid(facts, goal)
     }
 
+    /// [`Solver::check_valid_attempt`] with only the solver's cheap first try (no fresh context
+    /// for a query it leaves undecided): for a query that the caller can also split into
+    /// smaller ones when it is undecided.
+    fn check_valid_quick(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.check_valid_attempt(facts, goal)
+    }
+
     /// A new unit of work begins (a proc to check, a scheduling step): limits that earlier
     /// undecided queries tightened are restored, so its answers do not depend on the work
     /// before it.
@@ -255,6 +290,15 @@ pub struct SolverStats {
     pub queries: u64,
     pub cache_hits: u64,
     pub solver_time: std::time::Duration,
+}
+
+/// How hard [`CachingSolver`] asks its inner solver ([`Solver::check_valid`], `_attempt`,
+/// `_quick`).
+#[derive(Clone, Copy)]
+enum Effort {
+    Full,
+    FirstAttempt,
+    Quick,
 }
 
 /// Caches answers of an inner solver by the exact query.
@@ -275,29 +319,33 @@ impl<S: Solver> CachingSolver<S> {
 }
 
 impl<S: Solver> CachingSolver<S> {
-    /// [`Solver::check_valid`]: the relevant facts first, then all of them (`attempt`: an
-    /// undecided answer to the full query does not tighten the limits either).
-    fn sliced_then_full(&mut self, facts: &[Term], goal: &Term, attempt: bool) -> Validity {
+    /// [`Solver::check_valid`]: the relevant facts first, then all of them (`how`: whether an
+    /// undecided answer to the full query tightens the limits, or ends the quick try).
+    fn sliced_then_full(&mut self, facts: &[Term], goal: &Term, how: Effort) -> Validity {
         self.stats.queries += 1;
         let sliced = relevant_facts(facts, goal);
-        if sliced.len() < facts.len() && self.cached(sliced, goal, true) == Validity::Valid {
+        let first = match how {
+            Effort::Quick => Effort::Quick,
+            _ => Effort::FirstAttempt,
+        };
+        if sliced.len() < facts.len() && self.cached(sliced, goal, first) == Validity::Valid {
             return Validity::Valid;
         }
-        self.cached(facts.to_vec(), goal, attempt)
+        self.cached(facts.to_vec(), goal, how)
     }
 
     /// The inner solver's answer to exactly this query, through the cache.
-    fn cached(&mut self, facts: Vec<Term>, goal: &Term, attempt: bool) -> Validity {
+    fn cached(&mut self, facts: Vec<Term>, goal: &Term, how: Effort) -> Validity {
         let key = (facts, goal.clone());
         if let Some(v) = self.cache.get(&key) {
             self.stats.cache_hits += 1;
             return v.clone();
         }
         let t0 = std::time::Instant::now();
-        let v = if attempt {
-            self.inner.check_valid_attempt(&key.0, goal)
-        } else {
-            self.inner.check_valid(&key.0, goal)
+        let v = match how {
+            Effort::Full => self.inner.check_valid(&key.0, goal),
+            Effort::FirstAttempt => self.inner.check_valid_attempt(&key.0, goal),
+            Effort::Quick => self.inner.check_valid_quick(&key.0, goal),
         };
         self.stats.solver_time += t0.elapsed();
         // "Undecided" depends on the limit the query had; another unit of work may decide it.
@@ -317,13 +365,17 @@ impl<S: Solver> Solver for CachingSolver<S> {
     /// counterexample, are the full query's (and the first attempt, when undecided, does not
     /// tighten the limits of the unit of work).
     fn check_valid(&mut self, facts: &[Term], goal: &Term) -> Validity {
-        self.sliced_then_full(facts, goal, false)
+        self.sliced_then_full(facts, goal, Effort::Full)
     }
 
     /// [`Self::check_valid`] where an undecided answer does not tighten the limits (the caller
     /// has another way to decide).
     fn check_valid_attempt(&mut self, facts: &[Term], goal: &Term) -> Validity {
-        self.sliced_then_full(facts, goal, true)
+        self.sliced_then_full(facts, goal, Effort::FirstAttempt)
+    }
+
+    fn check_valid_quick(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.sliced_then_full(facts, goal, Effort::Quick)
     }
 
     fn new_budget(&mut self) {
@@ -420,9 +472,10 @@ pub fn relevant_facts(facts: &[Term], goal: &Term) -> Vec<Term> {
 /// before it: after two, the limit drops to a tenth, so that a proc with many undecidable
 /// obligations is rejected in seconds rather than minutes.
 pub struct Z3Solver {
-    /// The long-lived context's solver, taken from this thread's [`WARM_SOLVERS`] and given
-    /// back when this is dropped (`None` only while dropping).
-    solver: Option<z3::Solver>,
+    /// The long-lived context's solvers for the quick attempts, taken from this thread's
+    /// [`WARM_SOLVERS`] when first needed and given back when this is dropped: `[linear,
+    /// non-linear]` queries, the second with a wall-clock limit too ([`SAFETY_UNITS_PER_MS`]).
+    solvers: [Option<z3::Solver>; 2],
     /// Whether a query is between its `push` and `pop`: a panic there (unwound and caught by a
     /// caller) leaves its assertions in the solver, which must then not go back to the pool,
     /// where they would be facts of every later query.
@@ -432,11 +485,15 @@ pub struct Z3Solver {
 }
 
 thread_local! {
-    /// Solvers of the thread's long-lived context that earlier [`Z3Solver`]s used, each at
-    /// scope level 0 with no assertion. A z3 solver's first `push` sets up its incremental
+    /// Solvers that earlier [`Z3Solver`]s used, each at scope level 0 with no assertion, with
+    /// whether it has the wall-clock limit. A z3 solver's first `push` sets up its incremental
     /// core, which takes 2-4 ms (a query takes 10-100 us); a checker or a scheduling step that
     /// made a solver of its own paid that every time, a third of a schedule's time in all.
-    static WARM_SOLVERS: std::cell::RefCell<Vec<z3::Solver>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Each belongs to the context that was the thread's when it was made: only one of the
+    /// thread's context now is handed out (a caller may run a check inside
+    /// `z3::with_z3_config`, which makes another context the thread's; terms of one context
+    /// asserted in a solver of another crash z3).
+    static WARM_SOLVERS: std::cell::RefCell<Vec<(bool, z3::Solver)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// How many idle solvers a thread keeps.
@@ -452,10 +509,10 @@ const FULL_LIMITS: u32 = 2;
 /// The limit of the first attempt, in the long-lived context.
 const QUICK_RLIMIT: u32 = 100_000;
 /// A wall-clock limit far beyond the resource limit: a safety net for work z3 does not count
-/// (a query of 3,000,000 units gets 60 s), never what decides a query in practice. Only the
-/// fresh context's queries get it: z3 runs a timer thread for each query with a timeout, which
-/// tripled the time of the quick attempts (14 against 31-40 us for a small query), and a quick
-/// attempt that overran would cost its 100,000 units' time only.
+/// (a query of 3,000,000 units gets 60 s, one of 100,000 2 s), never what decides a query in
+/// practice. z3 arms a timer for every query that has one, about 20 us (a linear quick attempt
+/// takes 10-100 us), so the quick attempts of linear queries, which z3 decides within their
+/// resource limit, go without; a non-linear one took 26 s there without it.
 const SAFETY_UNITS_PER_MS: u32 = 50;
 
 impl Default for Z3Solver {
@@ -466,34 +523,52 @@ impl Default for Z3Solver {
 
 impl Z3Solver {
     pub fn new() -> Z3Solver {
-        let solver = WARM_SOLVERS
-            .with(|w| w.borrow_mut().pop())
-            .unwrap_or_else(|| {
-                let solver = z3::Solver::new();
-                limit(&solver, QUICK_RLIMIT, false);
-                solver
-            });
         Z3Solver {
-            solver: Some(solver),
+            solvers: [None, None],
             in_query: false,
             unknowns: 0,
         }
+    }
+
+    /// The quick attempts' solver for linear queries (`guarded`: for the others).
+    fn warm(&mut self, guarded: bool) -> &z3::Solver {
+        self.solvers[guarded as usize].get_or_insert_with(|| {
+            let context = z3::Context::thread_local();
+            WARM_SOLVERS
+                .with(|w| {
+                    let mut w = w.borrow_mut();
+                    let k = w
+                        .iter()
+                        .rposition(|(g, s)| *g == guarded && s.get_context() == &context)?;
+                    Some(w.swap_remove(k).1)
+                })
+                .unwrap_or_else(|| {
+                    let solver = z3::Solver::new();
+                    limit(&solver, QUICK_RLIMIT, guarded);
+                    solver
+                })
+        })
     }
 }
 
 impl Drop for Z3Solver {
     fn drop(&mut self) {
-        // Every query that ended popped what it pushed, so the solver is as `new` left it.
-        // (During thread exit the pool may be gone already: the solver is then just dropped.)
+        // Every query that ended popped what it pushed, so the solvers are as they were made.
+        // (During thread exit the pool may be gone already: they are then just dropped.)
         if self.in_query {
             return;
         }
-        if let Some(solver) = self.solver.take() {
+        for (guarded, solver) in [false, true].into_iter().zip(&mut self.solvers) {
+            let Some(solver) = solver.take() else {
+                continue;
+            };
             let _ = WARM_SOLVERS.try_with(|w| {
                 let mut w = w.borrow_mut();
-                if w.len() < WARM_SOLVERS_KEPT {
-                    w.push(solver);
+                if w.len() >= WARM_SOLVERS_KEPT {
+                    // The oldest goes (it may belong to a context no longer the thread's).
+                    w.remove(0);
                 }
+                w.push((guarded, solver));
             });
         }
     }
@@ -622,27 +697,44 @@ impl Solver for Z3Solver {
         self.answer(facts, goal, false)
     }
 
+    fn check_valid_quick(&mut self, facts: &[Term], goal: &Term) -> Validity {
+        self.quick(&canonical_order(facts), goal)
+    }
+
     fn new_budget(&mut self) {
         self.unknowns = 0;
     }
 }
 
+/// The facts in the order of their text: z3's search, and so whether it decides a query within
+/// its limit, depends on the order of the assertions.
+fn canonical_order(facts: &[Term]) -> Vec<&Term> {
+    let mut sorted: Vec<(String, &Term)> = facts.iter().map(|f| (f.to_string(), f)).collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted.into_iter().map(|(_, f)| f).collect()
+}
+
 impl Z3Solver {
-    /// The answer; `count`: an undecided one counts toward the tighter limit.
-    fn answer(&mut self, facts: &[Term], goal: &Term, count: bool) -> Validity {
-        let mut sorted: Vec<(String, &Term)> = facts.iter().map(|f| (f.to_string(), f)).collect();
-        sorted.sort_by(|a, b| a.0.cmp(&b.0));
-        let facts: Vec<&Term> = sorted.into_iter().map(|(_, f)| f).collect();
+    /// The first try, in the long-lived context with the small limit.
+    fn quick(&mut self, facts: &[&Term], goal: &Term) -> Validity {
+        let linear = goal.is_linear() && facts.iter().all(|f| f.is_linear());
         // Incremental mode (a scope pushed) runs z3's SMT core directly: fast on most queries.
-        let solver = self
-            .solver
+        self.warm(!linear);
+        let solver = self.solvers[!linear as usize]
             .as_ref()
-            .expect("a Z3Solver has its solver until dropped");
+            .expect("made by `warm`");
         self.in_query = true;
         solver.push();
-        let quick = solve(solver, &facts, goal);
+        let quick = solve(solver, facts, goal);
         solver.pop(1);
         self.in_query = false;
+        quick
+    }
+
+    /// The answer; `count`: an undecided one counts toward the tighter limit.
+    fn answer(&mut self, facts: &[Term], goal: &Term, count: bool) -> Validity {
+        let facts = canonical_order(facts);
+        let quick = self.quick(&facts, goal);
         if quick != Validity::Unknown {
             return quick;
         }
@@ -723,11 +815,10 @@ mod tests {
     /// an assertion `false` would make every later query valid.
     #[test]
     fn a_solver_left_inside_a_query_does_not_go_back_to_the_pool() {
-        let s = Z3Solver::new();
-        let z = s.solver.as_ref().unwrap();
+        let mut s = Z3Solver::new();
+        let z = s.warm(false);
         z.push();
         z.assert(z3::ast::Bool::from_bool(false));
-        let mut s = s;
         s.in_query = true;
         drop(s);
         for _ in 0..=WARM_SOLVERS_KEPT {

@@ -108,3 +108,22 @@ fn relevant_facts_follow_definitions_from_the_goal_only() {
         ]
     );
 }
+
+/// A check inside `z3::with_z3_config` runs in another z3 context than the thread's: solvers
+/// that earlier checks of the thread used (kept for reuse) must not serve it, nor its solvers
+/// the checks after it (z3 crashes on terms of one context in a solver of another). From the
+/// review of the solver pool.
+#[test]
+fn checks_inside_and_after_another_z3_context_use_solvers_of_their_own_context() {
+    const BAD: &str = "proc bad(a: f32[4] @ DRAM) {\n    a[4] = 1.0;\n}\n";
+    const GOOD: &str =
+        "proc good(n: size, a: f32[8] @ DRAM) {\n    assert n <= 8;\n    for i in 0..n {\n        a[i] = 1.0;\n    }\n}\n";
+    assert!(check(GOOD).is_ok());
+    let inside = z3::with_z3_config(&z3::Config::new(), || (check(GOOD), check(BAD)));
+    assert!(inside.0.is_ok() && inside.1.is_err());
+    for _ in 0..3 {
+        assert!(check(GOOD).is_ok());
+        assert!(check(BAD).is_err());
+    }
+    assert!(z3::with_z3_config(&z3::Config::new(), || check(GOOD).is_ok()));
+}

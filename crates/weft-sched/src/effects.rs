@@ -322,6 +322,9 @@ pub struct Analysis {
     /// Summarise a call by its callee's own body rather than by the simplest equivalent version
     /// (see [`Analysis::effects_as_written`]).
     calls_as_written: bool,
+    /// Summarise a call's accesses to its buffer arguments by the windows it passes (see
+    /// [`Analysis::footprints_as_written`]).
+    call_footprints: bool,
     /// Index variables of one cell, for conflict checks between sets of accesses.
     cells: Vec<Var>,
     /// The checker that proves new calls (`check_new_call`), kept for its solver's cache and
@@ -385,6 +388,7 @@ impl Analysis {
             solver: CachingSolver::new(Z3Solver::new()),
             strides: HashMap::new(),
             calls_as_written: false,
+            call_footprints: false,
             cells: Vec::new(),
             checker: weft_check::Checker::new(),
         }
@@ -577,6 +581,19 @@ impl Analysis {
         let saved = std::mem::replace(&mut self.calls_as_written, true);
         let out = self.effects(scope, block);
         self.calls_as_written = saved;
+        out
+    }
+
+    /// [`Analysis::effects_as_written`] with each call's accesses to a buffer argument replaced
+    /// by the whole window it passes (for each kind of access the callee makes through it): the
+    /// checked callee stays inside its parameters' extents, so this covers every cell it
+    /// touches. A race check asks this first: a scheduled kernel's hundreds of accesses become
+    /// one per argument and kind, where their unions, under the guards of a `specialize`,
+    /// took seconds to decide. Where two windows meet, the accesses themselves decide.
+    pub fn footprints_as_written(&mut self, scope: &Scope, block: &[Stmt]) -> Effects {
+        let saved = std::mem::replace(&mut self.call_footprints, true);
+        let out = self.effects_as_written(scope, block);
+        self.call_footprints = saved;
         out
     }
 
@@ -847,6 +864,10 @@ impl Analysis {
                 }
             }
         }
+        if self.call_footprints && self.calls_as_written {
+            self.call_footprints(callee, &inner, guard, bound, span, out);
+            return;
+        }
         // The callee's own loop variables must not be confused with the caller's: rename them
         // per call site by summarising the body and renaming its new bound variables.
         let g = guard.to_vec();
@@ -870,6 +891,116 @@ impl Analysis {
         for mut a in sub.subst(&map).accesses {
             a.span = span;
             out.accesses.push(a);
+        }
+    }
+
+    /// [`Analysis::footprints_as_written`] for a call of `callee` whose parameters `inner`
+    /// binds: its config accesses as they are, and for each buffer parameter and each kind of
+    /// access the body makes through it (found with the parameter as a root of its own), one
+    /// access to every cell of the argument's window, `0 <= f_d < extent_d`.
+    fn call_footprints(
+        &mut self,
+        callee: &Proc,
+        inner: &Scope,
+        guard: &[Term],
+        bound: &[Var],
+        span: Span,
+        out: &mut Effects,
+    ) {
+        let mut probe = Scope {
+            ctrl: inner.ctrl.clone(),
+            ..Scope::default()
+        };
+        for param in &callee.args {
+            if let ArgKind::Buf(bt) = &param.kind {
+                probe
+                    .views
+                    .insert(param.sym.id(), View::whole(&param.sym, bt.rank()));
+            }
+        }
+        let g = guard.to_vec();
+        let b = bound.to_vec();
+        let mut through = Effects::default();
+        for t in &callee.body {
+            self.stmt_effects(&mut probe, t, &g, &b, &mut through);
+        }
+        let mut map = HashMap::new();
+        for a in through
+            .accesses
+            .iter()
+            .filter(|a| matches!(a.root, Root::Config(..)))
+        {
+            for v in &a.bound[bound.len().min(a.bound.len())..] {
+                map.entry(v.id).or_insert_with(|| {
+                    let name = format!("{}@{}", v.name, callee.name);
+                    Term::IntVar(Var {
+                        id: Sym::new(&name).id(),
+                        name,
+                    })
+                });
+            }
+        }
+        let configs = Effects {
+            accesses: through
+                .accesses
+                .iter()
+                .filter(|a| matches!(a.root, Root::Config(..)))
+                .cloned()
+                .collect(),
+        };
+        for mut a in configs.subst(&map).accesses {
+            a.span = span;
+            out.accesses.push(a);
+        }
+        for param in &callee.args {
+            let ArgKind::Buf(bt) = &param.kind else {
+                continue;
+            };
+            let Some(view) = inner.views.get(&param.sym.id()) else {
+                continue;
+            };
+            if inner.local.contains(&param.sym.id()) {
+                continue;
+            }
+            let own = Root::Buf(param.sym.id());
+            let mut kinds: Vec<AccessKind> = Vec::new();
+            for a in through.accesses.iter().filter(|a| a.root == own) {
+                if !kinds.contains(&a.kind) {
+                    kinds.push(a.kind);
+                }
+            }
+            if kinds.is_empty() {
+                continue;
+            }
+            let mut cell = Vec::new();
+            let mut within = guard.to_vec();
+            let mut vars = bound.to_vec();
+            for (d, extent) in bt.shape.iter().enumerate() {
+                let name = format!("{}{d}@{}", param.sym.name(), callee.name);
+                let f = Var {
+                    id: Sym::new(&name).id(),
+                    name,
+                };
+                let t = Term::IntVar(f.clone());
+                within.push(Term::le(Term::Int(0), t.clone()));
+                if let Some(e) = self.term(inner, extent) {
+                    within.push(Term::lt(t.clone(), e));
+                }
+                cell.push(t);
+                vars.push(f);
+            }
+            for kind in kinds {
+                out.accesses.push(Access {
+                    root: view.root.clone(),
+                    name: view.name.clone(),
+                    idx: view.resolve(&cell),
+                    kind,
+                    guard: within.clone(),
+                    bound: vars.clone(),
+                    exact: false,
+                    span,
+                });
+            }
         }
     }
 
@@ -922,6 +1053,8 @@ pub struct Conflict {
 
 impl Analysis {
     /// The first conflict between `a` and `b` under the facts, if any: the paper's `¬Commutes`.
+    /// The pairs are asked one at a time only where [`Self::pairs_left_by_unions`] could not
+    /// prove them apart as sets, in the order of `a`'s accesses, then `b`'s.
     pub fn conflict(
         &mut self,
         facts: &[Term],
@@ -930,86 +1063,119 @@ impl Analysis {
         b: &Effects,
         races: bool,
     ) -> Option<Conflict> {
-        if self.no_conflict_between_unions(facts, extra, a, b, races) {
-            return None;
-        }
-        for x in &a.accesses {
-            for y in &b.accesses {
-                if !kinds_conflict(x.kind, y.kind, races) || x.root != y.root {
-                    continue;
-                }
-                if let Some(cex) = self.overlap(facts, extra, x, y) {
-                    return Some(Conflict {
-                        first: x.clone(),
-                        second: y.clone(),
-                        counterexample: cex,
-                    });
-                }
+        let mut left = self.pairs_left_by_unions(facts, extra, a, b, races);
+        left.sort_unstable();
+        for (i, j) in left {
+            let (x, y) = (&a.accesses[i], &b.accesses[j]);
+            if let Some(cex) = self.overlap(facts, extra, x, y) {
+                return Some(Conflict {
+                    first: x.clone(),
+                    second: y.clone(),
+                    counterexample: cex,
+                });
             }
         }
         None
     }
 
-    /// Whether no access of `a` conflicts with one of `b`, proved with one query per root and
-    /// kind of access in `a` instead of one per pair: with `e` a fresh cell, `a`'s accesses of a
-    /// kind to the root as the union `⋁ₓ (guardₓ ∧ e = idxₓ)`, and `b`'s accesses of the kinds
-    /// that conflict with it as another, the two sets are disjoint when their conjunction is
-    /// unsatisfiable. By distributivity that conjunction is the disjunction of the pairwise
-    /// overlap conditions, so this is the pairwise check exactly (a big loop body's hundreds of
-    /// accesses made it tens of thousands of queries). False when it cannot prove it (a
-    /// conflict, or a query too hard for the solver's limits); the caller then asks pair by
-    /// pair, which names the conflicting pair and its counterexample.
-    fn no_conflict_between_unions(
+    /// The pairs `(i, j)` of an access of `a` and one of `b` that may conflict (same root, kinds
+    /// that do not commute) and that no set query proved apart. With `e` a fresh cell, the
+    /// accesses of `a` of one kind to one root are the union `⋁ₓ (guardₓ ∧ e = idxₓ)`, those
+    /// of `b` of the kinds that conflict with it another; the two sets are disjoint when their
+    /// conjunction is unsatisfiable. By distributivity that conjunction is the disjunction of
+    /// the pairwise overlap conditions, so a proof covers every pair of the two sets (a big
+    /// loop body's hundreds of accesses made tens of thousands of pairwise queries). Where the
+    /// solver does not prove it (a conflict, or a query too big for its quick try), the larger
+    /// set is halved and each half asked again, down to a few pairs: a conflict is narrowed to
+    /// its pair in a few queries, and a union too big to decide (a call's hundreds of accesses
+    /// under a `specialize`, which took 12 s pair by pair) becomes unions small enough.
+    fn pairs_left_by_unions(
         &mut self,
         facts: &[Term],
         extra: &[Term],
         a: &Effects,
         b: &Effects,
         races: bool,
-    ) -> bool {
+    ) -> Vec<(usize, usize)> {
         const KINDS: [AccessKind; 3] = [AccessKind::Read, AccessKind::Write, AccessKind::Reduce];
-        // A few pairs are as quickly proved one at a time, in smaller queries.
-        if a.accesses.len() * b.accesses.len() <= 4 {
-            return false;
-        }
         // Per (root, number of indices): the accesses of `a` and of `b`, by kind.
-        type Sides<'e> = [[Vec<&'e Access>; 3]; 2];
+        type Sides = [[Vec<usize>; 3]; 2];
         let mut groups: Vec<Sides> = Vec::new();
         let mut index: HashMap<(&Root, usize), usize> = HashMap::new();
         for (side, eff) in [a, b].into_iter().enumerate() {
-            for x in &eff.accesses {
+            for (k, x) in eff.accesses.iter().enumerate() {
                 let g = *index.entry((&x.root, x.idx.len())).or_insert_with(|| {
                     groups.push(Default::default());
                     groups.len() - 1
                 });
-                groups[g][side][x.kind as usize].push(x);
+                groups[g][side][x.kind as usize].push(k);
             }
         }
         let mut hypotheses = facts.to_vec();
         hypotheses.extend_from_slice(extra);
+        let mut left = Vec::new();
         for sides in &groups {
             for ka in KINDS {
                 let xs = &sides[0][ka as usize];
-                let ys: Vec<&Access> = KINDS
+                let ys: Vec<usize> = KINDS
                     .iter()
                     .filter(|kb| kinds_conflict(ka, **kb, races))
                     .flat_map(|kb| sides[1][*kb as usize].iter().copied())
                     .collect();
-                let Some(x) = xs.first() else { continue };
-                if ys.is_empty() {
-                    continue;
-                }
-                let cells = self.cells(x.idx.len());
-                let meet = Term::And(vec![union_at(xs, &cells), union_at(&ys, &cells)]);
-                // Undecided is no answer here (the pairs decide), so it must not tighten the
-                // solver's limits for the pairwise queries that follow.
-                let disjoint = Term::not(meet);
-                if self.solver.check_valid_attempt(&hypotheses, &disjoint) != Validity::Valid {
-                    return false;
+                if !xs.is_empty() && !ys.is_empty() {
+                    self.halve_until_apart(&hypotheses, a, b, xs, &ys, true, &mut left);
                 }
             }
         }
-        true
+        left
+    }
+
+    /// [`Self::pairs_left_by_unions`] for the accesses `xs` of `a` and `ys` of `b` (one root,
+    /// kinds that conflict): the pairs left in `left`. The whole sets (`whole`) get the
+    /// solver's fresh context too where its quick try is undecided (unions over quotients need
+    /// it); their halves only the quick try, what it leaves undecided being halved again.
+    #[allow(clippy::too_many_arguments)]
+    fn halve_until_apart(
+        &mut self,
+        hypotheses: &[Term],
+        a: &Effects,
+        b: &Effects,
+        xs: &[usize],
+        ys: &[usize],
+        whole: bool,
+        left: &mut Vec<(usize, usize)>,
+    ) {
+        // A few pairs are as quickly asked one at a time, in smaller queries.
+        if xs.len() * ys.len() <= 4 {
+            left.extend(xs.iter().flat_map(|&i| ys.iter().map(move |&j| (i, j))));
+            return;
+        }
+        let cells = self.cells(a.accesses[xs[0]].idx.len());
+        let union = |eff: &Effects, ks: &[usize]| {
+            let accesses: Vec<&Access> = ks.iter().map(|&k| &eff.accesses[k]).collect();
+            union_at(&accesses, &cells)
+        };
+        let meet = Term::And(vec![union(a, xs), union(b, ys)]);
+        // Undecided is no answer here (halves or pairs decide), so it must not tighten the
+        // solver's limits for the queries that follow.
+        let disjoint = Term::not(meet);
+        let proved = if whole {
+            self.solver.check_valid_attempt(hypotheses, &disjoint)
+        } else {
+            self.solver.check_valid_quick(hypotheses, &disjoint)
+        };
+        if proved == Validity::Valid {
+            return;
+        }
+        if xs.len() >= ys.len() {
+            let (x1, x2) = xs.split_at(xs.len() / 2);
+            self.halve_until_apart(hypotheses, a, b, x1, ys, false, left);
+            self.halve_until_apart(hypotheses, a, b, x2, ys, false, left);
+        } else {
+            let (y1, y2) = ys.split_at(ys.len() / 2);
+            self.halve_until_apart(hypotheses, a, b, xs, y1, false, left);
+            self.halve_until_apart(hypotheses, a, b, xs, y2, false, left);
+        }
     }
 
     /// `n` variables that stand for the indices of one cell in [`Self::no_conflict_between_unions`]

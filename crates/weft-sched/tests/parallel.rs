@@ -176,3 +176,59 @@ fn a_step_inside_a_parallel_loop_proves_the_loop_again() {
     let j = s.find("for j").unwrap();
     rejected(s.reorder_loops(&j), "reorder_loops", "may race");
 }
+
+/// A kernel that writes its 4-cell window cell by cell (many accesses, unrolled), called once
+/// per iteration: `stride` apart, its windows `[stride * i, stride * i + 4)` are disjoint where
+/// `stride >= 4` and meet where it is smaller.
+fn window_kernel_loop(stride: i64) -> String {
+    format!(
+        "proc quad(w: [f32][4] @ DRAM) {{
+    w[0] = 1.0;
+    w[1] = 2.0;
+    w[2] = w[0] + w[1];
+    w[3] = w[2] * 2.0;
+}}
+proc calls(n: size, x: f32[{stride} * n + 4] @ DRAM) {{
+    for i in 0..n {{
+        quad(x[{stride} * i:{stride} * i + 4]);
+    }}
+}}"
+    )
+}
+
+#[test]
+fn parallelize_proves_calls_on_disjoint_windows_and_rejects_meeting_ones_at_their_cells() {
+    // Disjoint windows: the call's footprint (its window) decides.
+    let mut s = sched(&window_kernel_loop(4));
+    let i = s.find("for i").unwrap();
+    s.parallelize(&i).unwrap();
+    for n in [1, 3] {
+        same_results(&s, &[("n", n)]);
+    }
+    // Windows two cells apart: iteration i writes what iteration i + 1 writes too. The
+    // footprints meet, and the callee's accesses name a racing pair with its iterations.
+    let e = parallelize_races(&window_kernel_loop(2));
+    assert_ne!(cex(&e, "i"), cex(&e, "i'"), "{e}");
+    assert!(cex(&e, "n") >= 2, "{e}");
+}
+
+#[test]
+fn parallelize_accepts_meeting_windows_whose_cells_the_callee_keeps_apart() {
+    // Windows of 4 cells, 2 apart, but the callee writes only the first two of its window: the
+    // footprints meet, the accesses do not.
+    let src = "proc half(w: [f32][4] @ DRAM) {
+    w[0] = 1.0;
+    w[1] = 2.0;
+}
+proc calls(n: size, x: f32[2 * n + 2] @ DRAM) {
+    for i in 0..n {
+        half(x[2 * i:2 * i + 4]);
+    }
+}";
+    let mut s = sched(src);
+    let i = s.find("for i").unwrap();
+    s.parallelize(&i).unwrap();
+    for n in [1, 4] {
+        same_results(&s, &[("n", n)]);
+    }
+}

@@ -49,11 +49,14 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (385, 385, 385),
     (767, 1023, 511),
     (769, 1025, 513),
-    // tall and skinny, short and wide
+    // tall and skinny, short and wide (a few rows: a batch of inputs through a layer)
     (4096, 32, 256),
     (4096, 64, 64),
     (32, 4096, 256),
+    (16, 1024, 1024),
     (8, 2048, 512),
+    (4, 2048, 512),
+    (1, 4096, 1024),
     // small K
     (1024, 1024, 16),
     (512, 512, 8),

@@ -97,7 +97,7 @@ pub fn stmt_blocks(s: &Stmt) -> Vec<&Block> {
 /// Visit every statement of a block, nested ones included, parents first (each statement
 /// before the statements of its blocks, which come before its next sibling). Without recursion,
 /// so any nesting is fine.
-pub fn walk_block<'a>(b: &'a Block, f: &mut impl FnMut(&'a Stmt)) {
+pub fn walk_block<'a>(b: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
     let mut work = vec![b.iter()];
     while let Some(top) = work.last_mut() {
         let Some(s) = top.next() else {

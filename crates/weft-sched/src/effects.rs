@@ -413,11 +413,7 @@ impl Analysis {
     pub fn prove(&mut self, facts: &[Term], goal: &Term) -> Result<(), Vec<(String, i64)>> {
         match self.solver.check_valid(facts, goal) {
             Validity::Valid => Ok(()),
-            Validity::Invalid(model) => Err(model
-                .into_iter()
-                .filter(|(v, _)| !v.name.is_empty())
-                .map(|(v, x)| (v.name, x))
-                .collect()),
+            Validity::Invalid(model) => Err(named(model)),
             Validity::Unknown => Err(Vec::new()),
         }
     }
@@ -1013,22 +1009,60 @@ impl Analysis {
         a: &Access,
         b: &Access,
     ) -> Option<Vec<(String, i64)>> {
-        if a.root != b.root || a.idx.len() != b.idx.len() {
-            return None;
-        }
-        let mut all: Vec<Term> = facts.to_vec();
-        all.extend_from_slice(extra);
-        all.extend(a.guard.iter().cloned());
-        all.extend(b.guard.iter().cloned());
-        let same = Term::And(
-            a.idx
-                .iter()
-                .zip(&b.idx)
-                .map(|(x, y)| Term::eq(x.clone(), y.clone()))
-                .collect(),
-        );
-        self.prove(&all, &Term::not(same)).err()
+        let (all, apart) = overlap_query(facts, extra, a, b)?;
+        self.prove(&all, &apart).err()
     }
+
+    /// [`Analysis::overlap`] where an undecided answer (a possible overlap, without
+    /// counterexample) does not tighten the solver's limits.
+    fn overlap_attempt(
+        &mut self,
+        facts: &[Term],
+        extra: &[Term],
+        a: &Access,
+        b: &Access,
+    ) -> Option<Vec<(String, i64)>> {
+        let (all, apart) = overlap_query(facts, extra, a, b)?;
+        match self.solver.check_valid_attempt(&all, &apart) {
+            Validity::Valid => None,
+            Validity::Invalid(model) => Some(named(model)),
+            Validity::Unknown => Some(Vec::new()),
+        }
+    }
+}
+
+/// The query "`a` and `b` touch different locations" (facts, goal), or `None` when they cannot
+/// meet (other roots or ranks).
+fn overlap_query(
+    facts: &[Term],
+    extra: &[Term],
+    a: &Access,
+    b: &Access,
+) -> Option<(Vec<Term>, Term)> {
+    if a.root != b.root || a.idx.len() != b.idx.len() {
+        return None;
+    }
+    let mut all: Vec<Term> = facts.to_vec();
+    all.extend_from_slice(extra);
+    all.extend(a.guard.iter().cloned());
+    all.extend(b.guard.iter().cloned());
+    let same = Term::And(
+        a.idx
+            .iter()
+            .zip(&b.idx)
+            .map(|(x, y)| Term::eq(x.clone(), y.clone()))
+            .collect(),
+    );
+    Some((all, Term::not(same)))
+}
+
+/// A counterexample's named values.
+fn named(model: Vec<(Var, i64)>) -> Vec<(String, i64)> {
+    model
+        .into_iter()
+        .filter(|(v, _)| !v.name.is_empty())
+        .map(|(v, x)| (v.name, x))
+        .collect()
 }
 
 /// Whether two access kinds conflict when their order changes. Reads commute with reads and
@@ -1063,11 +1097,42 @@ impl Analysis {
         b: &Effects,
         races: bool,
     ) -> Option<Conflict> {
+        self.conflict_as(facts, extra, a, b, races, false)
+    }
+
+    /// [`Analysis::conflict`] as a first pass that another check follows where it finds a
+    /// conflict: a pair the solver leaves undecided counts as a conflict, but does not tighten
+    /// the solver's limits for the queries of the step after it.
+    pub fn conflict_first_pass(
+        &mut self,
+        facts: &[Term],
+        extra: &[Term],
+        a: &Effects,
+        b: &Effects,
+        races: bool,
+    ) -> Option<Conflict> {
+        self.conflict_as(facts, extra, a, b, races, true)
+    }
+
+    fn conflict_as(
+        &mut self,
+        facts: &[Term],
+        extra: &[Term],
+        a: &Effects,
+        b: &Effects,
+        races: bool,
+        first_pass: bool,
+    ) -> Option<Conflict> {
         let mut left = self.pairs_left_by_unions(facts, extra, a, b, races);
         left.sort_unstable();
         for (i, j) in left {
             let (x, y) = (&a.accesses[i], &b.accesses[j]);
-            if let Some(cex) = self.overlap(facts, extra, x, y) {
+            let met = if first_pass {
+                self.overlap_attempt(facts, extra, x, y)
+            } else {
+                self.overlap(facts, extra, x, y)
+            };
+            if let Some(cex) = met {
                 return Some(Conflict {
                     first: x.clone(),
                     second: y.clone(),
@@ -1085,10 +1150,12 @@ impl Analysis {
     /// conjunction is unsatisfiable. By distributivity that conjunction is the disjunction of
     /// the pairwise overlap conditions, so a proof covers every pair of the two sets (a big
     /// loop body's hundreds of accesses made tens of thousands of pairwise queries). Where the
-    /// solver does not prove it (a conflict, or a query too big for its quick try), the larger
-    /// set is halved and each half asked again, down to a few pairs: a conflict is narrowed to
-    /// its pair in a few queries, and a union too big to decide (a call's hundreds of accesses
-    /// under a `specialize`, which took 12 s pair by pair) becomes unions small enough.
+    /// solver finds the sets meet, their pairs are left to be asked in order (the first that
+    /// meets is the conflict, found in a few queries); where it leaves the query undecided (too
+    /// big for its quick try: a call's hundreds of accesses under a `specialize` took 12 s
+    /// pair by pair), the larger set is halved and each half asked again, down to a few pairs.
+    /// (Halving a set that meets would ask about every sub-pair of a body whose accesses all
+    /// race, thousands of queries before the first pair.)
     fn pairs_left_by_unions(
         &mut self,
         facts: &[Term],
@@ -1164,8 +1231,13 @@ impl Analysis {
         } else {
             self.solver.check_valid_quick(hypotheses, &disjoint)
         };
-        if proved == Validity::Valid {
-            return;
+        match proved {
+            Validity::Valid => return,
+            Validity::Invalid(_) => {
+                left.extend(xs.iter().flat_map(|&i| ys.iter().map(move |&j| (i, j))));
+                return;
+            }
+            Validity::Unknown => {}
         }
         if xs.len() >= ys.len() {
             let (x1, x2) = xs.split_at(xs.len() / 2);

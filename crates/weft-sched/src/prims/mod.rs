@@ -425,7 +425,7 @@ pub(crate) fn require_new_names(
         }
     }
     // Names bound or used inside the statement.
-    weft_ir::visit::walk_block(&vec![s.clone()], &mut |x| {
+    weft_ir::visit::walk_block(std::slice::from_ref(s), &mut |x| {
         if let Some(d) = reorder_stmts::declared(x) {
             taken.push(d.name().to_string());
         }
@@ -453,7 +453,7 @@ pub(crate) fn require_new_names(
 pub(crate) fn freed_from_outside(block: &[Stmt]) -> Option<Sym> {
     let mut freed = None;
     let mut declared = std::collections::HashSet::new();
-    weft_ir::visit::walk_block(&block.to_vec(), &mut |x| match &x.kind {
+    weft_ir::visit::walk_block(block, &mut |x| match &x.kind {
         StmtKind::Alloc { buf, .. } => {
             declared.insert(buf.id());
         }

@@ -100,12 +100,19 @@ pub(crate) fn prove_iterations_independent(
     // touch more cells than its original (writing a staged value back unchanged, say), which is
     // harmless in sequence but a race between threads. First each call as the windows it
     // passes, which covers whatever it does inside them; where those meet, its accesses.
-    let coarse = a.footprints_as_written(&body_scope, l.body);
-    let second = coarse.rename_bound().subst(&map);
-    if a.conflict(&body_scope.facts, &extra, &coarse, &second, true)
-        .is_none()
-    {
-        return Ok(());
+    // A body without calls has no footprints: one pass.
+    let mut calls = false;
+    weft_ir::visit::walk_block(l.body, &mut |s| {
+        calls |= matches!(s.kind, StmtKind::Call { .. })
+    });
+    if calls {
+        let coarse = a.footprints_as_written(&body_scope, l.body);
+        let second = coarse.rename_bound().subst(&map);
+        if a.conflict_first_pass(&body_scope.facts, &extra, &coarse, &second, true)
+            .is_none()
+        {
+            return Ok(());
+        }
     }
     let eff = a.effects_as_written(&body_scope, l.body);
     let second = eff.rename_bound().subst(&map);

@@ -208,7 +208,7 @@ fn expand_frees(block: &[Stmt], bufs: &[Sym], here: &Path, frees: &mut Vec<Path>
 
 fn frees_in(b: &[Stmt], t: &Sym) -> bool {
     let mut hit = false;
-    weft_ir::visit::walk_block(&b.to_vec(), &mut |s| {
+    weft_ir::visit::walk_block(b, &mut |s| {
         hit |= matches!(&s.kind, StmtKind::Free { buf } if buf == t);
     });
     hit

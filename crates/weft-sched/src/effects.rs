@@ -864,19 +864,35 @@ impl Analysis {
             self.call_footprints(callee, &inner, guard, bound, span, out);
             return;
         }
-        // The callee's own loop variables must not be confused with the caller's: rename them
-        // per call site by summarising the body and renaming its new bound variables.
+        let sub = self.callee_effects(&callee.name, &def.body, &mut inner, guard, bound);
+        for mut a in sub.accesses {
+            a.span = span;
+            out.accesses.push(a);
+        }
+    }
+
+    /// The effects of a callee's body run in `inner` (its parameters bound), under the caller's
+    /// `guard` and `bound`. The callee's own loop variables must not be confused with the
+    /// caller's: they are renamed per call site (`v@callee`, each a new symbol).
+    fn callee_effects(
+        &mut self,
+        callee: &str,
+        body: &[Stmt],
+        inner: &mut Scope,
+        guard: &[Term],
+        bound: &[Var],
+    ) -> Effects {
         let g = guard.to_vec();
         let b = bound.to_vec();
         let mut sub = Effects::default();
-        for t in &def.body {
-            self.stmt_effects(&mut inner, t, &g, &b, &mut sub);
+        for t in body {
+            self.stmt_effects(inner, t, &g, &b, &mut sub);
         }
         let mut map = HashMap::new();
         for a in &sub.accesses {
             for v in &a.bound[bound.len().min(a.bound.len())..] {
                 map.entry(v.id).or_insert_with(|| {
-                    let name = format!("{}@{}", v.name, callee.name);
+                    let name = format!("{}@{callee}", v.name);
                     Term::IntVar(Var {
                         id: Sym::new(&name).id(),
                         name,
@@ -884,10 +900,7 @@ impl Analysis {
                 });
             }
         }
-        for mut a in sub.subst(&map).accesses {
-            a.span = span;
-            out.accesses.push(a);
-        }
+        sub.subst(&map)
     }
 
     /// [`Analysis::footprints_as_written`] for a call of `callee` whose parameters `inner`
@@ -914,39 +927,13 @@ impl Analysis {
                     .insert(param.sym.id(), View::whole(&param.sym, bt.rank()));
             }
         }
-        let g = guard.to_vec();
-        let b = bound.to_vec();
-        let mut through = Effects::default();
-        for t in &callee.body {
-            self.stmt_effects(&mut probe, t, &g, &b, &mut through);
-        }
-        let mut map = HashMap::new();
-        for a in through
-            .accesses
-            .iter()
-            .filter(|a| matches!(a.root, Root::Config(..)))
-        {
-            for v in &a.bound[bound.len().min(a.bound.len())..] {
-                map.entry(v.id).or_insert_with(|| {
-                    let name = format!("{}@{}", v.name, callee.name);
-                    Term::IntVar(Var {
-                        id: Sym::new(&name).id(),
-                        name,
-                    })
-                });
+        let through = self.callee_effects(&callee.name, &callee.body, &mut probe, guard, bound);
+        for a in through.accesses.iter() {
+            if matches!(a.root, Root::Config(..)) {
+                let mut a = a.clone();
+                a.span = span;
+                out.accesses.push(a);
             }
-        }
-        let configs = Effects {
-            accesses: through
-                .accesses
-                .iter()
-                .filter(|a| matches!(a.root, Root::Config(..)))
-                .cloned()
-                .collect(),
-        };
-        for mut a in configs.subst(&map).accesses {
-            a.span = span;
-            out.accesses.push(a);
         }
         for param in &callee.args {
             let ArgKind::Buf(bt) = &param.kind else {
@@ -1011,23 +998,6 @@ impl Analysis {
     ) -> Option<Vec<(String, i64)>> {
         let (all, apart) = overlap_query(facts, extra, a, b)?;
         self.prove(&all, &apart).err()
-    }
-
-    /// [`Analysis::overlap`] where an undecided answer (a possible overlap, without
-    /// counterexample) does not tighten the solver's limits.
-    fn overlap_attempt(
-        &mut self,
-        facts: &[Term],
-        extra: &[Term],
-        a: &Access,
-        b: &Access,
-    ) -> Option<Vec<(String, i64)>> {
-        let (all, apart) = overlap_query(facts, extra, a, b)?;
-        match self.solver.check_valid_attempt(&all, &apart) {
-            Validity::Valid => None,
-            Validity::Invalid(model) => Some(named(model)),
-            Validity::Unknown => Some(Vec::new()),
-        }
     }
 }
 
@@ -1100,21 +1070,10 @@ impl Analysis {
         self.conflict_as(facts, extra, a, b, races, false)
     }
 
-    /// [`Analysis::conflict`] as a first pass that another check follows where it finds a
-    /// conflict: a pair the solver leaves undecided counts as a conflict, but does not tighten
-    /// the solver's limits for the queries of the step after it.
-    pub fn conflict_first_pass(
-        &mut self,
-        facts: &[Term],
-        extra: &[Term],
-        a: &Effects,
-        b: &Effects,
-        races: bool,
-    ) -> Option<Conflict> {
-        self.conflict_as(facts, extra, a, b, races, true)
-    }
-
-    fn conflict_as(
+    /// [`Analysis::conflict`]; with `first_pass`, as a first pass that another check follows
+    /// where it finds a conflict: a pair the solver leaves undecided counts as a conflict, but
+    /// does not tighten the solver's limits for the queries of the step after it.
+    pub(crate) fn conflict_as(
         &mut self,
         facts: &[Term],
         extra: &[Term],
@@ -1127,10 +1086,17 @@ impl Analysis {
         left.sort_unstable();
         for (i, j) in left {
             let (x, y) = (&a.accesses[i], &b.accesses[j]);
+            let Some((all, apart)) = overlap_query(facts, extra, x, y) else {
+                continue;
+            };
             let met = if first_pass {
-                self.overlap_attempt(facts, extra, x, y)
+                match self.solver.check_valid_attempt(&all, &apart) {
+                    Validity::Valid => None,
+                    Validity::Invalid(model) => Some(named(model)),
+                    Validity::Unknown => Some(Vec::new()),
+                }
             } else {
-                self.overlap(facts, extra, x, y)
+                self.prove(&all, &apart).err()
             };
             if let Some(cex) = met {
                 return Some(Conflict {

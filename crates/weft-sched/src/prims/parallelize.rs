@@ -108,7 +108,7 @@ pub(crate) fn prove_iterations_independent(
     if calls {
         let coarse = a.footprints_as_written(&body_scope, l.body);
         let second = coarse.rename_bound().subst(&map);
-        if a.conflict_first_pass(&body_scope.facts, &extra, &coarse, &second, true)
+        if a.conflict_as(&body_scope.facts, &extra, &coarse, &second, true, true)
             .is_none()
         {
             return Ok(());

@@ -69,8 +69,9 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     }
     // The two-core version's parallel loops run: the panels where N >= 128 with an even number
     // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 96
-    // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0. The sizes
-    // on both sides of those thresholds:
+    // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0; a short
+    // matrix's (M < 16) panels where N >= 768 and K >= 128. The sizes on both sides of those
+    // thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")
@@ -88,6 +89,10 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         (101, 390, 20),
         (96, 64, 16),
         (99, 128, 16),
+        // a short matrix's panels: N >= 768 and K >= 128
+        (1, 768, 128),
+        (15, 767, 128),
+        (2, 832, 127),
     ] {
         let opts = RunOptions {
             sizes: sizes(m, n, k),

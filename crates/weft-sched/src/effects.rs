@@ -231,6 +231,29 @@ impl View {
         }
     }
 
+    /// The access of `kind` to the root cell of the view indices `idx`, run under `guard`.
+    #[allow(clippy::too_many_arguments)]
+    fn access(
+        &self,
+        idx: &[Term],
+        kind: AccessKind,
+        guard: Vec<Term>,
+        bound: Vec<Var>,
+        exact: bool,
+        span: Span,
+    ) -> Access {
+        Access {
+            root: self.root.clone(),
+            name: self.name.clone(),
+            idx: self.resolve(idx),
+            kind,
+            guard,
+            bound,
+            exact,
+            span,
+        }
+    }
+
     /// Root indices of view indices.
     fn resolve(&self, idx: &[Term]) -> Vec<Term> {
         let mut it = idx.iter();
@@ -645,16 +668,8 @@ impl Analysis {
             }
         }
         exact &= !env.inexact && view.exact && !guard.iter().any(has_unknown);
-        out.accesses.push(Access {
-            root: view.root.clone(),
-            name: view.name.clone(),
-            idx: view.resolve(&terms),
-            kind,
-            guard: guard.to_vec(),
-            bound: bound.to_vec(),
-            exact,
-            span,
-        });
+        out.accesses
+            .push(view.access(&terms, kind, guard.to_vec(), bound.to_vec(), exact, span));
     }
 
     /// The reads of an expression (data reads and config reads).
@@ -973,16 +988,14 @@ impl Analysis {
                 vars.push(f);
             }
             for kind in kinds {
-                out.accesses.push(Access {
-                    root: view.root.clone(),
-                    name: view.name.clone(),
-                    idx: view.resolve(&cell),
+                out.accesses.push(view.access(
+                    &cell,
                     kind,
-                    guard: within.clone(),
-                    bound: vars.clone(),
-                    exact: false,
+                    within.clone(),
+                    vars.clone(),
+                    false,
                     span,
-                });
+                ));
             }
         }
     }

@@ -282,6 +282,12 @@ pub trait Solver {
     /// undecided queries tightened are restored, so its answers do not depend on the work
     /// before it.
     fn new_budget(&mut self) {}
+
+    /// Whether its decided answers are facts about the query alone (a decision procedure, not
+    /// a stand-in of a test), so that every [`CachingSolver`] of the thread may share them.
+    fn answers_are_shared(&self) -> bool {
+        false
+    }
 }
 
 /// Statistics kept by [`CachingSolver`].
@@ -301,10 +307,26 @@ enum Effort {
     Quick,
 }
 
+/// A query: its facts and its goal.
+type Query = (Vec<Term>, Term);
+
+thread_local! {
+    /// Decided queries shared by the thread's [`CachingSolver`]s whose inner solver shares
+    /// them ([`Solver::answers_are_shared`]): a schedule's steps, its final check and the
+    /// module's check ask many of the same queries through checkers of their own. Whether
+    /// `facts ⇒ goal` holds depends on the query alone, so a decided answer stays right; a query
+    /// left undecided is not kept. Emptied when it grows past [`SHARED_ANSWERS_MAX`], so a
+    /// long-lived thread's memory stays bounded.
+    static SHARED_ANSWERS: std::cell::RefCell<HashMap<Query, Validity>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+const SHARED_ANSWERS_MAX: usize = 1 << 17;
+
 /// Caches answers of an inner solver by the exact query.
 pub struct CachingSolver<S: Solver> {
     inner: S,
-    cache: HashMap<(Vec<Term>, Term), Validity>,
+    cache: HashMap<Query, Validity>,
     pub stats: SolverStats,
 }
 
@@ -337,9 +359,15 @@ impl<S: Solver> CachingSolver<S> {
     /// The inner solver's answer to exactly this query, through the cache.
     fn cached(&mut self, facts: Vec<Term>, goal: &Term, how: Effort) -> Validity {
         let key = (facts, goal.clone());
-        if let Some(v) = self.cache.get(&key) {
+        let shared = self.inner.answers_are_shared();
+        let known = if shared {
+            SHARED_ANSWERS.with(|m| m.borrow().get(&key).cloned())
+        } else {
+            self.cache.get(&key).cloned()
+        };
+        if let Some(v) = known {
             self.stats.cache_hits += 1;
-            return v.clone();
+            return v;
         }
         let t0 = std::time::Instant::now();
         let v = match how {
@@ -350,7 +378,17 @@ impl<S: Solver> CachingSolver<S> {
         self.stats.solver_time += t0.elapsed();
         // "Undecided" depends on the limit the query had; another unit of work may decide it.
         if v != Validity::Unknown {
-            self.cache.insert(key, v.clone());
+            if shared {
+                SHARED_ANSWERS.with(|m| {
+                    let mut m = m.borrow_mut();
+                    if m.len() >= SHARED_ANSWERS_MAX {
+                        m.clear();
+                    }
+                    m.insert(key, v.clone());
+                });
+            } else {
+                self.cache.insert(key, v.clone());
+            }
         }
         v
     }
@@ -380,6 +418,10 @@ impl<S: Solver> Solver for CachingSolver<S> {
 
     fn new_budget(&mut self) {
         self.inner.new_budget()
+    }
+
+    fn answers_are_shared(&self) -> bool {
+        self.inner.answers_are_shared()
     }
 }
 
@@ -543,7 +585,11 @@ impl Z3Solver {
                     Some(w.swap_remove(k).1)
                 })
                 .unwrap_or_else(|| {
-                    let solver = z3::Solver::new();
+                    // A solver for the logic: z3's general solver spends about 4 ms building
+                    // its tactics at its first query (which a pushed scope never uses), one
+                    // for a logic 0.5-1 ms.
+                    let logic = if guarded { "QF_NIA" } else { "QF_LIA" };
+                    let solver = z3::Solver::new_for_logic(logic).unwrap_or_default();
                     limit(&solver, QUICK_RLIMIT, guarded);
                     solver
                 })
@@ -703,6 +749,10 @@ impl Solver for Z3Solver {
 
     fn new_budget(&mut self) {
         self.unknowns = 0;
+    }
+
+    fn answers_are_shared(&self) -> bool {
+        true
     }
 }
 

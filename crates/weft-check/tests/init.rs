@@ -273,13 +273,18 @@ fn circular_buffers_are_accepted_and_their_gaps_rejected() {
             .replace("% 4", "% 3")
             .replace("[4, m]", "[3, m]"),
     );
-    for (body, cell) in [
-        (folded("1", "(r + 2) % 4", false), "cell 0 = 1"),
-        (folded("2", "(r + 2) % 4", true), "cell 0 = 2"),
-        (folded("2", "(2 * r + 2) % 4", false), "cell 0 = 3"),
+    for (body, cells) in [
+        (folded("1", "(r + 2) % 4", false), &["cell 0 = 1"][..]),
+        // Reads before the write: row 2 at r = 0, or row 3 at r = 1 (either is a cell read
+        // before it is written; which one depends on the solver's model).
+        (
+            folded("2", "(r + 2) % 4", true),
+            &["cell 0 = 2", "cell 0 = 3"],
+        ),
+        (folded("2", "(2 * r + 2) % 4", false), &["cell 0 = 3"]),
     ] {
         let d = rejected(&body);
-        assert!(note(&d).contains(cell), "{body}: {d:?}");
+        assert!(cells.iter().any(|c| note(&d).contains(c)), "{body}: {d:?}");
     }
 }
 

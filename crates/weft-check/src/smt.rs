@@ -321,7 +321,7 @@ thread_local! {
         std::cell::RefCell::new(HashMap::new());
 }
 
-const SHARED_ANSWERS_MAX: usize = 1 << 17;
+const SHARED_ANSWERS_MAX: usize = 1 << 14;
 
 /// Caches answers of an inner solver by the exact query.
 pub struct CachingSolver<S: Solver> {

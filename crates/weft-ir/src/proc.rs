@@ -178,6 +178,10 @@ impl PartialEq for Proc {
     }
 }
 
+/// Reflexive (float literals compare by their bits): `==` on a shared callee (`Arc<Proc>` of a
+/// call) then answers from the pointer instead of comparing both bodies.
+impl Eq for Proc {}
+
 /// The equivalence record of a scheduled proc (Exo's provenance lattice): the proc it was
 /// rewritten from, which has the same signature, and the config fields on which the two may
 /// disagree. The proc is equivalent to `parent` modulo `polluted` (Exo's `≅_L`): run on the same

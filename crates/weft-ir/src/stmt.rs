@@ -73,6 +73,12 @@ pub struct StmtNode {
     pub span: Span,
 }
 
+/// Equality is reflexive (float literals compare by their bits), and saying so lets `==` on a
+/// shared node (`Stmt`, an `Arc`) answer from the pointer: a step's result shares the
+/// statements it left alone, and comparing them by content made the search for what a step
+/// changed cost more than some steps.
+impl Eq for StmtNode {}
+
 /// Dropping deeply nested statements must not overflow the stack (a builder can nest any
 /// depth): the nested blocks this node owns alone are dropped from a work list.
 impl Drop for StmtNode {

@@ -3,8 +3,9 @@
 //! interpreter, at sizes that include 1 and every remainder of the register tile (6 x 64, and
 //! 6 x 16 for AVX2): every row count of the bottom edge, whole and masked vectors of the right
 //! edge, and both corners; for AVX-512 both sides of M = 16, below which the 64-column panels
-//! go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of 8); and the
-//! two-core version on both sides of the sizes where its parallel loops start. A CPU without an
+//! go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of 8), and a single
+//! row from 64 columns to `sgemm_gemv_avx512` (8 rows of B at a time: every remainder of 8 of
+//! K); and the two-core version on both sides of the sizes where its parallel loops start. A CPU without an
 //! instruction set skips the schedules that need it.
 
 use std::collections::HashMap;
@@ -45,6 +46,23 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
             continue;
         }
         let proc = program.module.proc(name).expect("the schedule").clone();
+        // A single row of 64 columns or more (the matrix-vector product) with K from 8 up.
+        let gemv = [
+            (1, 64, 8),
+            (1, 65, 9),
+            (1, 80, 15),
+            (1, 129, 17),
+            (1, 63, 16),
+        ];
+        for (m, n, k) in gemv {
+            let opts = RunOptions {
+                sizes: sizes(m, n, k),
+                seed: 3,
+                reps: 1,
+            };
+            run_and_compare(&program, &proc, &jit, &opts)
+                .unwrap_or_else(|e| panic!("{name} at M={m} N={n} K={k}: {e}"));
+        }
         for &m in rows {
             for n in NS {
                 for k in [1, 3] {
@@ -70,8 +88,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     // The two-core version's parallel loops run: the panels where N >= 128 with an even number
     // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 96
     // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0; a short
-    // matrix's (M < 16) panels where N >= 768 and K >= 128. The sizes on both sides of those
-    // thresholds:
+    // matrix's (M < 16) panels where N >= 768 and K >= 128 (a single row below that is the
+    // matrix-vector product, on one core). The sizes on both sides of those thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")
@@ -91,6 +109,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         (99, 128, 16),
         // a short matrix's panels: N >= 768 and K >= 128
         (1, 768, 128),
+        (1, 767, 128),
+        (1, 800, 127),
         (15, 767, 128),
         (2, 832, 127),
     ] {

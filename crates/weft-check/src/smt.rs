@@ -323,6 +323,12 @@ thread_local! {
 
 const SHARED_ANSWERS_MAX: usize = 1 << 14;
 
+/// Forget the thread's shared answers, so that the next checks ask the solver again (for
+/// benchmarks that time a check on its own).
+pub fn forget_shared_answers() {
+    SHARED_ANSWERS.with(|m| m.borrow_mut().clear());
+}
+
 /// Caches answers of an inner solver by the exact query.
 pub struct CachingSolver<S: Solver> {
     inner: S,

@@ -33,6 +33,36 @@ struct Storage {
     cells: Option<Vec<Cell>>,
 }
 
+/// Whether the system allocator can hand out `n` cells now (asked only of large allocations).
+/// The process's global allocator may reserve address space without asking the kernel for
+/// the memory (jemalloc, in weft's binaries, maps with `MAP_NORESERVE` where the kernel
+/// overcommits): an allocation far beyond the machine's memory then succeeds, and the process
+/// is killed when it touches it. The system allocator's mapping passes the kernel's
+/// overcommit check.
+fn system_can_allocate(n: usize) -> bool {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    let Some(bytes) = n.checked_mul(std::mem::size_of::<Cell>()) else {
+        return false;
+    };
+    if bytes < 1 << 26 {
+        return true;
+    }
+    let Ok(layout) = Layout::from_size_align(bytes, std::mem::align_of::<Cell>()) else {
+        return false;
+    };
+    // SAFETY: the layout's size is not zero; the block is given back at once, with the same
+    // layout, and never read or written.
+    unsafe {
+        // `black_box`: an allocation only freed again is otherwise removed by the optimizer.
+        let p = std::hint::black_box(System.alloc(layout));
+        if p.is_null() {
+            return false;
+        }
+        System.dealloc(p, layout);
+    }
+    true
+}
+
 /// A view of a storage: the cell at index `i` is `offset + Σ i[d] * strides[d]`.
 #[derive(Clone, Debug)]
 struct View {
@@ -766,7 +796,7 @@ impl<'c> Machine<'c> {
                 let n = cell_count(&shape, &format!("allocation `{buf}`"), span)?;
                 // A size within the limit may still not fit in memory: an error, not an abort.
                 let mut cells = Vec::new();
-                if cells.try_reserve_exact(n).is_err() {
+                if !system_can_allocate(n) || cells.try_reserve_exact(n).is_err() {
                     return fail(
                         format!("allocation `{buf}` of {n} cells does not fit in memory"),
                         span,

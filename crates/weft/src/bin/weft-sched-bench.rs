@@ -231,7 +231,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .filter(|d| used.contains(&d.name.as_str()))
         .map(|d| d.text.as_deref().map_or(d.steps.len(), step_lines))
-        .chain(parsed.module.steps_items.iter().map(|i| step_lines(&i.text)))
+        .chain(
+            parsed
+                .module
+                .steps_items
+                .iter()
+                .map(|i| step_lines(&i.text)),
+        )
         .sum();
     let proc = program
         .module

@@ -2,7 +2,7 @@
 //! examples/sgemm.weft) compute bit for bit what the naive fused SGEMM computes in the
 //! interpreter, at sizes that include 1 and every remainder of the register tile (6 x 64, and
 //! 6 x 16 for AVX2): every row count of the bottom edge, whole and masked vectors of the right
-//! edge, and both corners; for AVX-512 both sides of M = 16, below which the 64-column panels
+//! edge, and both corners; for AVX-512 both sides of M = 19, below which the 64-column panels
 //! go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of 8), and a single
 //! row from 64 columns to `sgemm_gemv_avx512` (8 rows of B at a time: every remainder of 8 of
 //! K); and the two-core version on both sides of the sizes where its parallel loops start. A CPU without an
@@ -32,8 +32,10 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     let program = weft::load(&root.join("examples/sgemm.weft")).expect("the example loads");
     let jit = Jit::new().expect("a C compiler");
     let mut runs = 0;
-    // Short matrices (every remainder of 8 below 16), then every remainder of 6 from 16 up.
-    let avx512_rows = [1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 18, 19, 20, 21];
+    // Short matrices (every remainder of 8 below 19), then every remainder of 6 from 19 up.
+    let avx512_rows = [
+        1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+    ];
     let avx2_rows = [1, 5, 6, 7, 11, 12, 13];
     for (name, isa, rows) in [
         ("sgemm_avx512", "avx512f", &avx512_rows[..]),
@@ -88,8 +90,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     // The two-core version's parallel loops run: the panels where N >= 128 with an even number
     // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 96
     // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0; a short
-    // matrix's (M < 16) panels where N >= 768 and K >= 128 (a single row below that is the
-    // matrix-vector product, on one core). The sizes on both sides of those thresholds:
+    // matrix's (M < 19) panels where N >= 768 and K >= 128 (below that a single row is the
+    // matrix-vector product, on one core, and 16-18 rows are packed). The sizes on both sides of those thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")
@@ -112,6 +114,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         (1, 767, 128),
         (1, 800, 127),
         (15, 767, 128),
+        (18, 768, 128),
+        (16, 767, 128),
         (2, 832, 127),
     ] {
         let opts = RunOptions {

@@ -31,6 +31,15 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let program = weft::load(&root.join("examples/sgemm.weft")).expect("the example loads");
     let jit = Jit::new().expect("a C compiler");
+    let compare = |name: &str, proc: &std::sync::Arc<weft::ir::Proc>, (m, n, k), seed| {
+        let opts = RunOptions {
+            sizes: sizes(m, n, k),
+            seed,
+            reps: 1,
+        };
+        run_and_compare(&program, proc, &jit, &opts)
+            .unwrap_or_else(|e| panic!("{name} at M={m} N={n} K={k}: {e}"));
+    };
     let mut runs = 0;
     // Short matrices (every remainder of 8 below 19), then every remainder of 6 from 19 up.
     let avx512_rows = [
@@ -56,25 +65,13 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
             (1, 129, 17),
             (1, 63, 16),
         ];
-        for (m, n, k) in gemv {
-            let opts = RunOptions {
-                sizes: sizes(m, n, k),
-                seed: 3,
-                reps: 1,
-            };
-            run_and_compare(&program, &proc, &jit, &opts)
-                .unwrap_or_else(|e| panic!("{name} at M={m} N={n} K={k}: {e}"));
+        for shape in gemv {
+            compare(name, &proc, shape, 3);
         }
         for &m in rows {
             for n in NS {
                 for k in [1, 3] {
-                    let opts = RunOptions {
-                        sizes: sizes(m, n, k),
-                        seed: (m * 1000 + n * 10 + k) as u64,
-                        reps: 1,
-                    };
-                    run_and_compare(&program, &proc, &jit, &opts)
-                        .unwrap_or_else(|e| panic!("{name} at M={m} N={n} K={k}: {e}"));
+                    compare(name, &proc, (m, n, k), (m * 1000 + n * 10 + k) as u64);
                     runs += 1;
                 }
             }
@@ -97,7 +94,7 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         .proc("sgemm_avx512_par")
         .expect("the schedule")
         .clone();
-    for (m, n, k) in [
+    for shape in [
         (4, 128, 16),
         (3, 128, 16),
         (4, 128, 15),
@@ -118,12 +115,6 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         (16, 767, 128),
         (2, 832, 127),
     ] {
-        let opts = RunOptions {
-            sizes: sizes(m, n, k),
-            seed: 7,
-            reps: 1,
-        };
-        run_and_compare(&program, &proc, &jit, &opts)
-            .unwrap_or_else(|e| panic!("sgemm_avx512_par at M={m} N={n} K={k}: {e}"));
+        compare("sgemm_avx512_par", &proc, shape, 7);
     }
 }

@@ -310,23 +310,35 @@ enum Effort {
 /// A query: its facts and its goal.
 type Query = (Vec<Term>, Term);
 
-thread_local! {
-    /// Decided queries shared by the thread's [`CachingSolver`]s whose inner solver shares
-    /// them ([`Solver::answers_are_shared`]): a schedule's steps, its final check and the
-    /// module's check ask many of the same queries through checkers of their own. Whether
-    /// `facts ⇒ goal` holds depends on the query alone, so a decided answer stays right; a query
-    /// left undecided is not kept. Emptied when it grows past [`SHARED_ANSWERS_MAX`], so a
-    /// long-lived thread's memory stays bounded.
-    static SHARED_ANSWERS: std::cell::RefCell<HashMap<Query, Validity>> =
-        std::cell::RefCell::new(HashMap::new());
+/// Decided queries shared by the thread's [`CachingSolver`]s whose inner solver shares them
+/// ([`Solver::answers_are_shared`]), and the term nodes their keys hold.
+#[derive(Default)]
+struct SharedAnswers {
+    answers: HashMap<Query, Validity>,
+    nodes: usize,
 }
 
-const SHARED_ANSWERS_MAX: usize = 1 << 14;
+thread_local! {
+    /// A schedule's steps, its final check and the module's check ask many of the same queries
+    /// through checkers of their own. Whether `facts ⇒ goal` holds depends on the query alone,
+    /// so a decided answer stays right; a query left undecided is not kept. (Whether a query
+    /// that the limited tries find hard is decided may then depend on what the thread checked
+    /// before: an answer is never wrong, but a borderline program may be accepted after one
+    /// check and refused as undecided without it.) Emptied when the terms it holds pass
+    /// [`SHARED_ANSWERS_MAX_NODES`], so a long-lived thread's memory stays bounded (a few tens
+    /// of MB).
+    static SHARED_ANSWERS: std::cell::RefCell<SharedAnswers> =
+        std::cell::RefCell::new(SharedAnswers::default());
+}
+
+/// About 40 bytes a node: loading examples/sgemm.weft keeps about 1,000 queries of about 115
+/// nodes each.
+const SHARED_ANSWERS_MAX_NODES: usize = 1 << 20;
 
 /// Forget the thread's shared answers, so that the next checks ask the solver again (for
 /// benchmarks that time a check on its own).
 pub fn forget_shared_answers() {
-    SHARED_ANSWERS.with(|m| m.borrow_mut().clear());
+    SHARED_ANSWERS.with(|m| *m.borrow_mut() = SharedAnswers::default());
 }
 
 /// Caches answers of an inner solver by the exact query.
@@ -367,7 +379,7 @@ impl<S: Solver> CachingSolver<S> {
         let key = (facts, goal.clone());
         let shared = self.inner.answers_are_shared();
         let known = if shared {
-            SHARED_ANSWERS.with(|m| m.borrow().get(&key).cloned())
+            SHARED_ANSWERS.with(|m| m.borrow().answers.get(&key).cloned())
         } else {
             self.cache.get(&key).cloned()
         };
@@ -385,12 +397,19 @@ impl<S: Solver> CachingSolver<S> {
         // "Undecided" depends on the limit the query had; another unit of work may decide it.
         if v != Validity::Unknown {
             if shared {
+                let nodes = key
+                    .0
+                    .iter()
+                    .chain([&key.1])
+                    .map(|t| t.size_at_most(usize::MAX))
+                    .sum::<usize>();
                 SHARED_ANSWERS.with(|m| {
                     let mut m = m.borrow_mut();
-                    if m.len() >= SHARED_ANSWERS_MAX {
-                        m.clear();
+                    if m.nodes + nodes > SHARED_ANSWERS_MAX_NODES {
+                        *m = SharedAnswers::default();
                     }
-                    m.insert(key, v.clone());
+                    m.nodes += nodes;
+                    m.answers.insert(key, v.clone());
                 });
             } else {
                 self.cache.insert(key, v.clone());
@@ -864,6 +883,33 @@ mod tests {
             &[Term::lt(Term::Int(0), x.clone())],
             &Term::lt(Term::Int(1), x),
         )
+    }
+
+    /// A query decided by one checker's solver is answered to another of the same thread from
+    /// the shared answers (no solver call), until they are forgotten.
+    #[test]
+    fn decided_answers_are_shared_by_the_threads_caching_solvers() {
+        forget_shared_answers();
+        let mut first = CachingSolver::new(Z3Solver::new());
+        let x = || {
+            Term::IntVar(Var {
+                id: 7,
+                name: "x".into(),
+            })
+        };
+        let ask = |s: &mut CachingSolver<Z3Solver>| {
+            s.check_valid(&[Term::lt(Term::Int(0), x())], &Term::lt(Term::Int(1), x()))
+        };
+        let answer = ask(&mut first);
+        assert!(matches!(answer, Validity::Invalid(_)));
+        assert_eq!(first.stats.cache_hits, 0);
+        let mut second = CachingSolver::new(Z3Solver::new());
+        assert_eq!(ask(&mut second), answer);
+        assert_eq!(second.stats.cache_hits, 1, "answered from the shared answers");
+        forget_shared_answers();
+        let mut third = CachingSolver::new(Z3Solver::new());
+        assert_eq!(ask(&mut third), answer);
+        assert_eq!(third.stats.cache_hits, 0, "asked again once forgotten");
     }
 
     /// A query that panicked between its `push` and `pop` (a caller may catch the unwinding)

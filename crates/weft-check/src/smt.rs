@@ -905,7 +905,10 @@ mod tests {
         assert_eq!(first.stats.cache_hits, 0);
         let mut second = CachingSolver::new(Z3Solver::new());
         assert_eq!(ask(&mut second), answer);
-        assert_eq!(second.stats.cache_hits, 1, "answered from the shared answers");
+        assert_eq!(
+            second.stats.cache_hits, 1,
+            "answered from the shared answers"
+        );
         forget_shared_answers();
         let mut third = CachingSolver::new(Z3Solver::new());
         assert_eq!(ask(&mut third), answer);

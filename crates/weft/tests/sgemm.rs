@@ -88,7 +88,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     // of them or N >= 320, M >= 4 and K >= 16; else the row tiles of each panel where M >= 96
     // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0; a short
     // matrix's (M < 19) panels where N >= 768 and K >= 128 (below that a single row is the
-    // matrix-vector product, on one core, and 16-18 rows are packed). The sizes on both sides of those thresholds:
+    // matrix-vector product, on one core, and 16-18 rows are packed); a single row's pieces of
+    // 1024 columns where N >= 2048, N % 1024 < 256 and K >= 1024. The sizes on both sides of those thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")
@@ -109,6 +110,11 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         // a short matrix's panels: N >= 768 and K >= 128
         (1, 768, 128),
         (1, 767, 128),
+        // a single row's 1024-column pieces: N >= 2048 with N % 1024 < 256 and K >= 1024
+        (1, 2048, 1024),
+        (1, 2303, 1025),
+        (1, 2304, 1024),
+        (1, 2048, 1023),
         (1, 800, 127),
         (15, 767, 128),
         (18, 768, 128),

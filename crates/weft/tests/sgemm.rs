@@ -5,8 +5,8 @@
 //! edge, and both corners; for AVX-512 both sides of M = 19, below which the 64-column panels
 //! go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of 8), and a single
 //! row from 64 columns to `sgemm_gemv_avx512` (8 rows of B at a time: every remainder of 8 of
-//! K); and the two-core version on both sides of the sizes where its parallel loops start. A CPU without an
-//! instruction set skips the schedules that need it.
+//! K); and the two-core version on both sides of the sizes where its parallel loops start. A
+//! CPU without an instruction set skips the schedules that need it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -89,7 +89,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     // and K >= 16; the right edge's row tiles where M >= 96, K >= 16 and N % 64 > 0; a short
     // matrix's (M < 19) panels where N >= 768 and K >= 128 (below that a single row is the
     // matrix-vector product, on one core, and 16-18 rows are packed); a single row's pieces of
-    // 1024 columns where N >= 2048, N % 1024 < 256 and K >= 1024. The sizes on both sides of those thresholds:
+    // 1024 columns where N >= 2048, N % 1024 < 256 and K >= 1024. The sizes on both sides of
+    // those thresholds:
     let proc = program
         .module
         .proc("sgemm_avx512_par")

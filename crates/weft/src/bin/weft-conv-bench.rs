@@ -24,10 +24,7 @@
 //! the same proc, timed in the same rounds and reported with its ratio to weft's, as in the SGEMM
 //! benchmark).
 
-// jemalloc, as rustc uses: scheduling allocates and frees many small IR and solver terms,
-// and took a third less time with it than with the system allocator (weft-sched-bench).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator;
 
 mod support;
 

@@ -6,10 +6,7 @@
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-pipe-bench`
 //! (`--size 6400x4800`, `--reps 10`, `--python .venv-peers/bin/python`, `--apps blur,harris`).
 
-// jemalloc, as rustc uses: scheduling allocates and frees many small IR and solver terms,
-// and took a third less time with it than with the system allocator (weft-sched-bench).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -15,10 +15,7 @@
 //!
 //! Run: `cargo run --release -p weft --bin weft-sched-bench`
 
-// jemalloc, as rustc uses: scheduling allocates and frees many small IR and solver terms,
-// and took a third less time with it than with the system allocator (weft-sched-bench).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -23,10 +23,7 @@
 //! PATH` (a second file with the same proc, a schedule being tried: timed in the same rounds, and
 //! reported with its ratio to weft's, which a comparison across runs on this VM cannot give).
 
-// jemalloc, as rustc uses: scheduling allocates and frees many small IR and solver terms,
-// and took a third less time with it than with the system allocator (weft-sched-bench).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator;
 
 mod support;
 

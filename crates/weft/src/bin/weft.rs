@@ -1,9 +1,6 @@
 //! The `weft` command-line tool.
 
-// jemalloc, as rustc uses: scheduling allocates and frees many small IR and solver terms,
-// and took a third less time with it than with the system allocator (weft-sched-bench).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator;
 
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};

@@ -633,3 +633,30 @@ fn procs_of_the_file_call_a_schedule_and_get_the_scheduled_proc() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("changes the signature"), "{}", text(&o));
 }
+
+/// A reader that stops early (`weft sched f.weft p | head -1`) ends `weft` quietly, as it ends
+/// `cat`: printing to the closed pipe had panicked (exit 101, "failed printing to stdout").
+#[test]
+fn a_closed_output_pipe_ends_the_tool_without_a_panic() {
+    use std::io::{BufRead, BufReader};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["sched", "--trace"])
+        .arg(root.join("examples/sgemm.weft"))
+        .arg("sgemm_avx512")
+        .env("WEFT_CACHE_DIR", common::cache_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run weft");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a first line");
+    // The reader is dropped here: the pipe closes with most of the trace unwritten.
+    let out = child.wait_with_output().expect("weft ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!first.is_empty());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+}

@@ -323,6 +323,13 @@ fn run_lines(text: &str) -> Vec<(&'static str, Vec<String>)> {
 }
 
 fn main() -> ExitCode {
+    // A reader that stops early (`weft sched f.weft p | head`) ends the tool quietly, as it ends
+    // `cat`: Rust ignores SIGPIPE, and printing to the closed pipe then panicked.
+    // SAFETY: the default disposition of one signal, set first thing, before any other thread.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result: Result<(), Error> = (|| match cli.command {
         Command::Check { file } => {

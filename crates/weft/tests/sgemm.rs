@@ -1,12 +1,14 @@
-//! The shipped SGEMM schedules (`sgemm_avx512`, `sgemm_avx512_par` and `sgemm_avx2` of
-//! examples/sgemm.weft) compute bit for bit what the naive fused SGEMM computes in the
-//! interpreter, at sizes that include 1 and every remainder of the register tile (6 x 64, and
-//! 6 x 16 for AVX2): every row count of the bottom edge, whole and masked vectors of the right
-//! edge, and both corners; for AVX-512 both sides of M = 19, below which the 64-column panels
-//! go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of 8), and a single
-//! row from 64 columns to `sgemm_gemv_avx512` (8 rows of B at a time: every remainder of 8 of
-//! K); and the two-core version on both sides of the sizes where its parallel loops start. A
-//! CPU without an instruction set skips the schedules that need it.
+//! The shipped SGEMM schedules (`sgemm_avx512`, `sgemm_avx512_par`, `sgemm_avx2` and
+//! `sgemm_avx2_par` of examples/sgemm.weft) compute bit for bit what the naive fused SGEMM
+//! computes in the interpreter, at sizes that include 1 and every remainder of the register tile
+//! (6 x 64, and 6 x 16 for AVX2): every row count of the bottom edge, whole and masked vectors
+//! of the right edge, and both corners; for AVX-512 both sides of M = 19, below which the
+//! 64-column panels go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of
+//! 8), for AVX2 both of its orders (the rows of `sgemm_avx2_rows` where K < 48 or K and N are at
+//! most 128, the packed panels beyond), and a single row from 64 columns to the matrix-vector
+//! product (8 rows of B at a time: every remainder of 8 of K); and the two-core versions on both
+//! sides of the sizes where their parallel loops start. A CPU without an instruction set skips
+//! the schedules that need it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -46,14 +48,17 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
     ];
     let avx2_rows = [1, 5, 6, 7, 11, 12, 13];
-    for (name, isa, rows) in [
-        ("sgemm_avx512", "avx512f", &avx512_rows[..]),
-        ("sgemm_avx512_par", "avx512f", &avx512_rows[..]),
-        ("sgemm_avx2", "avx2", &avx2_rows[..]),
+    // AVX2: small K (the rows), and K = 130 (the packed panels, and the rows where N <= 128).
+    let (avx512_ks, avx2_ks) = ([1, 3], [1, 3, 130]);
+    for (name, isa, rows, ks) in [
+        ("sgemm_avx512", "avx512f", &avx512_rows[..], &avx512_ks[..]),
+        ("sgemm_avx512_par", "avx512f", &avx512_rows[..], &avx512_ks[..]),
+        ("sgemm_avx2", "avx2", &avx2_rows[..], &avx2_ks[..]),
+        ("sgemm_avx2_par", "avx2", &avx2_rows[..], &avx2_ks[..]),
     ] {
         if weft::jit::isa::missing(&[isa.to_string()]).is_some() {
             eprintln!("{name} skipped: this CPU lacks {isa}");
-            runs += rows.len() * NS.len() * 2;
+            runs += rows.len() * NS.len() * ks.len();
             continue;
         }
         let proc = program.module.proc(name).expect("the schedule").clone();
@@ -70,7 +75,7 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         }
         for &m in rows {
             for n in NS {
-                for k in [1, 3] {
+                for &k in ks {
                     compare(name, &proc, (m, n, k), (m * 1000 + n * 10 + k) as u64);
                     runs += 1;
                 }
@@ -79,8 +84,32 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     }
     assert_eq!(
         runs,
-        (2 * avx512_rows.len() + avx2_rows.len()) * NS.len() * 2
+        2 * (avx512_rows.len() * avx512_ks.len() + avx2_rows.len() * avx2_ks.len()) * NS.len()
     );
+    if weft::jit::isa::missing(&["avx2".to_string(), "fma".to_string()]).is_none() {
+        // sgemm_avx2_par's parallel loops: the panels where N >= 32 with an even number of
+        // them or N >= 80, M >= 4 and K >= 16; the small B's row tiles where M >= 48 and
+        // N >= 32; the single row's 1024-column pieces where N >= 2048. Both sides of each:
+        let proc = program
+            .module
+            .proc("sgemm_avx2_par")
+            .expect("the schedule")
+            .clone();
+        for shape in [
+            (4, 160, 48),
+            (3, 160, 48),
+            (4, 160, 47),
+            (5, 48, 130),
+            (5, 80, 130),
+            (48, 32, 20),
+            (47, 33, 20),
+            (49, 31, 20),
+            (1, 2048, 9),
+            (1, 2047, 9),
+        ] {
+            compare("sgemm_avx2_par", &proc, shape, 7);
+        }
+    }
     if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {
         return;
     }

@@ -563,7 +563,8 @@ impl ExoConv {
 
     fn load(venv: &Path) -> Result<Option<ExoConv>, String> {
         let path = venv.join("exo-build/libexo_conv.so");
-        if !path.is_file() {
+        // Exo's convolution is AVX-512 code (setup.sh builds it only where the CPU has it).
+        if !path.is_file() || !crate::support::has_avx512() {
             return Ok(None);
         }
         // SAFETY: the library is Exo's output for bench/peers/exo/conv.py, whose header declares

@@ -14,11 +14,12 @@
 //! weft's ratio to the fastest peer. Every library's result is checked in every run: C starts as
 //! a known matrix, and after one call sampled cells are compared with dot products computed
 //! here in f64. The run starts with the machine's FMA peak, measured by `fma_peak` of
-//! `examples/fma_peak.weft`.
+//! `examples/fma_peak.weft` (`fma_peak_avx2` on a CPU without AVX-512).
 //!
 //! Run: `bash bench/peers/setup.sh && cargo run --release -p weft --bin weft-sgemm-bench`
 //! Options: `--threads N` (default 1), `--shapes MxNxK,...`, `--proc NAME` (the weft kernel,
-//! default `sgemm_avx512`, or `sgemm_avx512_par` with two threads), `--file PATH` (default
+//! default `sgemm_avx512`, or `sgemm_avx512_par` with two threads; `sgemm_avx2` and
+//! `sgemm_avx2_par` on a CPU without AVX-512), `--file PATH` (default
 //! `examples/sgemm.weft`), `--seconds S` (time per shape and library, default 0.3), `--variant
 //! PATH` (a second file with the same proc, a schedule being tried: timed in the same rounds, and
 //! reported with its ratio to weft's, which a comparison across runs on this VM cannot give).
@@ -228,9 +229,10 @@ fn load_peers(venv: &Path, threads: usize) -> Result<Vec<Peer>, String> {
         });
 
         // Exo's x86 SGEMM (bench/peers/exo/sgemm.py, built by setup.sh): one thread, as Exo's
-        // app is; its `int_fast32_t` sizes are 64-bit on x86-64 Linux.
+        // app is; its `int_fast32_t` sizes are 64-bit on x86-64 Linux. Its kernels are AVX-512
+        // only (without it, setup.sh does not build them).
         let path = venv.join("exo-build/libexo_sgemm.so");
-        if threads == 1 && path.is_file() {
+        if threads == 1 && path.is_file() && support::has_avx512() {
             let lib = Library::new(&path).map_err(|e| e.to_string())?;
             type ExoGemm = unsafe extern "C" fn(
                 *mut std::ffi::c_void,
@@ -322,11 +324,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: f64 = opt("--seconds").map_or(Ok(0.3), |s| s.parse())?;
     let file = opt("--file").map_or_else(|| root.join("examples/sgemm.weft"), PathBuf::from);
     let name = opt("--proc").unwrap_or_else(|| {
-        if threads > 1 {
-            "sgemm_avx512_par".into()
+        let isa = if support::has_avx512() {
+            "avx512"
         } else {
-            "sgemm_avx512".into()
-        }
+            "avx2"
+        };
+        let cores = if threads > 1 { "_par" } else { "" };
+        format!("sgemm_{isa}{cores}")
     });
     let shapes: Vec<(usize, usize, usize)> = match opt("--shapes") {
         None => SHAPES.to_vec(),

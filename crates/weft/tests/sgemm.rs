@@ -52,7 +52,12 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     let (avx512_ks, avx2_ks) = ([1, 3], [1, 3, 130]);
     for (name, isa, rows, ks) in [
         ("sgemm_avx512", "avx512f", &avx512_rows[..], &avx512_ks[..]),
-        ("sgemm_avx512_par", "avx512f", &avx512_rows[..], &avx512_ks[..]),
+        (
+            "sgemm_avx512_par",
+            "avx512f",
+            &avx512_rows[..],
+            &avx512_ks[..],
+        ),
         ("sgemm_avx2", "avx2", &avx2_rows[..], &avx2_ks[..]),
         ("sgemm_avx2_par", "avx2", &avx2_rows[..], &avx2_ks[..]),
     ] {

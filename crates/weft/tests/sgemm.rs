@@ -5,7 +5,8 @@
 //! of the right edge, and both corners; for AVX-512 both sides of M = 19, below which the
 //! 64-column panels go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of
 //! 8), for AVX2 both of its orders (the rows of `sgemm_avx2_rows` where K < 48 or K and N are at
-//! most 128, the packed panels beyond), and a single row from 64 columns to the matrix-vector
+//! most 128, the panels beyond: in place, `sgemm_panel_avx2`, up to 6 rows, every remainder of
+//! 6, and packed from 7), and a single row from 64 columns to the matrix-vector
 //! product (8 rows of B at a time: every remainder of 8 of K); and the two-core versions on both
 //! sides of the sizes where their parallel loops start. A CPU without an instruction set skips
 //! the schedules that need it.
@@ -47,8 +48,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     let avx512_rows = [
         1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
     ];
-    let avx2_rows = [1, 5, 6, 7, 11, 12, 13];
-    // AVX2: small K (the rows), and K = 130 (the packed panels, and the rows where N <= 128).
+    let avx2_rows = [1, 2, 3, 4, 5, 6, 7, 11, 12, 13];
+    // AVX2: small K (the rows), and K = 130 (the panels, and the rows where N <= 128).
     let (avx512_ks, avx2_ks) = ([1, 3], [1, 3, 130]);
     for (name, isa, rows, ks) in [
         ("sgemm_avx512", "avx512f", &avx512_rows[..], &avx512_ks[..]),
@@ -94,7 +95,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     if weft::jit::isa::missing(&["avx2".to_string(), "fma".to_string()]).is_none() {
         // sgemm_avx2_par's parallel loops: the panels where N >= 32 with an even number of
         // them or N >= 80, M >= 4 and K >= 16; the small B's row tiles where M >= 48 and
-        // N >= 32; the single row's 1024-column pieces where N >= 2048. Both sides of each:
+        // N >= 32; the panels of at most 6 rows where N >= 768 and K >= 128; the single row's
+        // 1024-column pieces where N >= 2048. Both sides of each:
         let proc = program
             .module
             .proc("sgemm_avx2_par")
@@ -111,6 +113,10 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
             (49, 31, 20),
             (1, 2048, 9),
             (1, 2047, 9),
+            (6, 768, 128),
+            (5, 785, 128),
+            (6, 767, 128),
+            (3, 768, 127),
         ] {
             compare("sgemm_avx2_par", &proc, shape, 7);
         }

@@ -1,7 +1,8 @@
 //! A convolution layer (NHWC, R x R window, stride 1, no padding, bias and ReLU, f32) side by
 //! side with oneDNN and Exo, in one process.
 //!
-//! weft's kernel is `conv_avx512` of `examples/conv.weft`; its inputs are the Exo paper's layout:
+//! weft's kernel is `conv_avx512` of `examples/conv.weft` (`conv_avx2` on a CPU without
+//! AVX-512, where Exo's kernel, AVX-512 code, is left out); its inputs are the Exo paper's layout:
 //! images `[N, H + R - 1, W + R - 1, C]`, weights `[R, R, C, K]` (HWIO), bias `[K]`, output
 //! `[N, H, W, K]`. The peer is oneDNN's convolution primitive (the `onednn-cpu-gomp` package that
 //! `bench/peers/setup.sh` installs: libdnnl on GNU OpenMP, the runtime weft's parallel loops use),
@@ -639,11 +640,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: f64 = opt("--seconds").map_or(Ok(0.5), |s| s.parse())?;
     let file = opt("--file").map_or_else(|| root.join("examples/conv.weft"), PathBuf::from);
     let name = opt("--proc").unwrap_or_else(|| {
-        if threads > 1 {
-            "conv_avx512_par".into()
+        let isa = if support::has_avx512() {
+            "avx512"
         } else {
-            "conv_avx512".into()
-        }
+            "avx2"
+        };
+        let cores = if threads > 1 { "_par" } else { "" };
+        format!("conv_{isa}{cores}")
     });
     let shapes = match opt("--shapes") {
         None => SHAPES.to_vec(),
@@ -661,7 +664,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let exo = ExoConv::load(&venv)?;
     if exo.is_none() {
-        println!("(Exo's convolution not built: run bash bench/peers/setup.sh)");
+        if support::has_avx512() {
+            println!("(Exo's convolution not built: run bash bench/peers/setup.sh)");
+        } else {
+            println!("(Exo's convolution is AVX-512 code, which this CPU lacks: left out)");
+        }
     }
     let extra = if variant.is_some() {
         " variant GFLOP/s | variant / weft |"

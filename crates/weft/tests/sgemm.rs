@@ -6,8 +6,8 @@
 //! 64-column panels go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of
 //! 8), for AVX2 both of its orders (the rows of `sgemm_avx2_rows` where K < 48 or K and N are at
 //! most 128, the panels beyond: in place, `sgemm_panel_avx2`, up to 6 rows, every remainder of
-//! 6, and packed from 7), and a single row from 64 columns to the matrix-vector
-//! product (8 rows of B at a time, 4 with AVX2: every remainder of 8 of K); and the two-core versions on both
+//! 6, and packed from 7), and a single row from 64 columns to the matrix-vector product (8 rows
+//! of B at a time, 4 with AVX2: every remainder of 8 of K); and the two-core versions on both
 //! sides of the sizes where their parallel loops start. A CPU without an instruction set skips
 //! the schedules that need it.
 

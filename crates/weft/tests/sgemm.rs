@@ -8,8 +8,8 @@
 //! most 128, the panels beyond: in place, `sgemm_panel_avx2`, up to 6 rows, every remainder of
 //! 6, and packed from 7), and a single row from 64 columns to the matrix-vector product (8 rows
 //! of B at a time, 4 with AVX2: every remainder of 8 of K); and the two-core versions on both
-//! sides of the sizes where their parallel loops start. A CPU without an instruction set skips
-//! the schedules that need it.
+//! sides of the sizes where their parallel loops start; `sgemm_avx2_blocked` at every remainder
+//! of its K and row blocks. A CPU without an instruction set skips the schedules that need it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -42,6 +42,12 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         };
         run_and_compare(&program, proc, &jit, &opts)
             .unwrap_or_else(|e| panic!("{name} at M={m} N={n} K={k}: {e}"));
+    };
+    let compare_at = |name: &str, shapes: &[(i64, i64, i64)]| {
+        let proc = program.module.proc(name).expect("the schedule").clone();
+        for &shape in shapes {
+            compare(name, &proc, shape, 7);
+        }
     };
     let mut runs = 0;
     // Short matrices (every remainder of 8 below 19), then every remainder of 6 from 19 up.
@@ -98,29 +104,41 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         // them or N >= 80, M >= 4 and K >= 16; the small B's row tiles where M >= 48 and
         // N >= 32; the panels of at most 6 rows where N >= 768 and K >= 128; the single row's
         // 1024-column pieces where N >= 2048. Both sides of each:
-        let proc = program
-            .module
-            .proc("sgemm_avx2_par")
-            .expect("the schedule")
-            .clone();
-        for shape in [
-            (4, 160, 48),
-            (3, 160, 48),
-            (4, 160, 47),
-            (5, 48, 130),
-            (5, 80, 130),
-            (48, 32, 20),
-            (47, 33, 20),
-            (49, 31, 20),
-            (1, 2048, 9),
-            (1, 2047, 9),
-            (6, 768, 128),
-            (5, 785, 128),
-            (6, 767, 128),
-            (3, 768, 127),
-        ] {
-            compare("sgemm_avx2_par", &proc, shape, 7);
-        }
+        compare_at(
+            "sgemm_avx2_par",
+            &[
+                (4, 160, 48),
+                (3, 160, 48),
+                (4, 160, 47),
+                (5, 48, 130),
+                (5, 80, 130),
+                (48, 32, 20),
+                (47, 33, 20),
+                (49, 31, 20),
+                (1, 2048, 9),
+                (1, 2047, 9),
+                (6, 768, 128),
+                (5, 785, 128),
+                (6, 767, 128),
+                (3, 768, 127),
+            ],
+        );
+    }
+    if weft::jit::isa::missing(&["avx2".to_string(), "fma".to_string()]).is_none() {
+        // sgemm_avx2_blocked: one K block and a remainder of 1 (257), two and a remainder (513),
+        // exactly one (256); rows in a block of 144 and a remainder of 1, 5 or 6 rows (whose
+        // tiles are the block's last rows), or only a remainder; every kind of right edge.
+        compare_at(
+            "sgemm_avx2_blocked",
+            &[
+                (145, 17, 257),
+                (149, 9, 513),
+                (150, 31, 256),
+                (6, 40, 256),
+                (1, 1, 1),
+                (13, 64, 300),
+            ],
+        );
     }
     if weft::jit::isa::missing(&["avx512f".to_string()]).is_some() {
         return;
@@ -132,37 +150,33 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
     // matrix-vector product, on one core, and 16-18 rows are packed); a single row's pieces of
     // 1024 columns where N >= 2048, N % 1024 < 256 and K >= 1024. The sizes on both sides of
     // those thresholds:
-    let proc = program
-        .module
-        .proc("sgemm_avx512_par")
-        .expect("the schedule")
-        .clone();
-    for shape in [
-        (4, 128, 16),
-        (3, 128, 16),
-        (4, 128, 15),
-        (5, 200, 16),
-        (9, 321, 16),
-        (7, 330, 15),
-        (97, 200, 17),
-        (95, 263, 16),
-        (101, 390, 20),
-        (96, 64, 16),
-        (99, 128, 16),
-        // a short matrix's panels: N >= 768 and K >= 128
-        (1, 768, 128),
-        (1, 767, 128),
-        // a single row's 1024-column pieces: N >= 2048 with N % 1024 < 256 and K >= 1024
-        (1, 2048, 1024),
-        (1, 2303, 1025),
-        (1, 2304, 1024),
-        (1, 2048, 1023),
-        (1, 800, 127),
-        (15, 767, 128),
-        (18, 768, 128),
-        (16, 767, 128),
-        (2, 832, 127),
-    ] {
-        compare("sgemm_avx512_par", &proc, shape, 7);
-    }
+    compare_at(
+        "sgemm_avx512_par",
+        &[
+            (4, 128, 16),
+            (3, 128, 16),
+            (4, 128, 15),
+            (5, 200, 16),
+            (9, 321, 16),
+            (7, 330, 15),
+            (97, 200, 17),
+            (95, 263, 16),
+            (101, 390, 20),
+            (96, 64, 16),
+            (99, 128, 16),
+            // a short matrix's panels: N >= 768 and K >= 128
+            (1, 768, 128),
+            (1, 767, 128),
+            // a single row's 1024-column pieces: N >= 2048 with N % 1024 < 256 and K >= 1024
+            (1, 2048, 1024),
+            (1, 2303, 1025),
+            (1, 2304, 1024),
+            (1, 2048, 1023),
+            (1, 800, 127),
+            (15, 767, 128),
+            (18, 768, 128),
+            (16, 767, 128),
+            (2, 832, 127),
+        ],
+    );
 }

@@ -123,8 +123,6 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
                 (3, 768, 127),
             ],
         );
-    }
-    if weft::jit::isa::missing(&["avx2".to_string(), "fma".to_string()]).is_none() {
         // sgemm_avx2_blocked: one K block and a remainder of 1 (257), two and a remainder (513),
         // exactly one (256); rows in a block of 144 and a remainder of 1, 5 or 6 rows (whose
         // tiles are the block's last rows), or only a remainder; every kind of right edge.

@@ -405,3 +405,33 @@ fn reads_the_summary_cannot_describe_exactly_count_as_the_whole_argument() {
         check(&all).unwrap_or_else(|d| panic!("{read}: {d:?}"));
     }
 }
+
+/// A callee's summary finds the cells it reads only of the parameters a caller proves defined
+/// (its local buffers), and is found again when a later caller wants another: here `h` and `g`
+/// first pass their own parameters (no reads asked), then `f` passes a local buffer to `pre`
+/// and, through `twice`, to the same callees, whose reads must now be found, prefix and all.
+#[test]
+fn a_summary_made_without_a_parameters_reads_finds_them_for_a_later_caller() {
+    let text = |written: &str| {
+        format!(
+            "proc pre(n: size, x: [f32][8], y: [f32][8]) {{ assert n <= 8; for i in 0..n {{ y[i] = x[i]; }} }}
+             proc twice(n: size, x: [f32][8], y: [f32][8]) {{ assert n <= 8; pre(n, x, y); }}
+             proc h(a: f32[8], out: f32[8]) {{ pre(4, a[0:8], out[0:8]); }}
+             proc g(a: f32[8], out: f32[8]) {{ twice(4, a[0:8], out[0:8]); }}
+             proc f(out: f32[8]) {{
+                 alloc t: f32[8]; {written} pre(3, t[0:8], out[0:8]); twice(3, t[0:8], out[0:8]); free t;
+             }}"
+        )
+    };
+    check(&text("for i in 0..8 { t[i] = 1.0; }")).unwrap_or_else(|d| panic!("{d:?}"));
+    let d = check(&text("for i in 0..2 { t[i] = 1.0; }")).expect_err("two cells of three");
+    assert!(
+        d.iter().all(|d| d.rule == "init") && d[0].message.contains("`pre`"),
+        "{d:?}"
+    );
+    let d = check(&text(
+        "for i in 0..3 { t[i] = 1.0; } pre(3, t[0:8], out[0:8]);",
+    ))
+    .expect_err("twice reads its argument whole");
+    assert!(d.iter().any(|d| d.message.contains("`twice`")), "{d:?}");
+}

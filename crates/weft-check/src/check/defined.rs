@@ -73,11 +73,16 @@ impl Walk<'_> {
     /// Whether this walk asks what is defined of `b` at all (see [`Self::defined_needed`]):
     /// the goals are costly to build (every write of the buffer is a case), so they are built
     /// only when asked. Of a local buffer, a full walk asks, in its focus (`Walk::add`); of a
-    /// parameter, a summary, until it is known to be read before it is written.
+    /// parameter whose reads a caller wants, a summary, until it is known to be read before it
+    /// is written.
     fn defined_wanted(&self, b: &BufInfo) -> bool {
         match self.mode {
             Mode::Full => self.in_focus && self.is_local(b),
-            Mode::Summary => !self.is_local(b) && !self.needs_input.contains(&b.root),
+            Mode::Summary => {
+                !self.is_local(b)
+                    && self.reads_wanted.contains(&b.root)
+                    && !self.needs_input.contains(&b.root)
+            }
             Mode::Control | Mode::NoInit | Mode::Prewalk => false,
         }
     }
@@ -325,7 +330,7 @@ impl Walk<'_> {
         if !self.defined_wanted(b) {
             return self.call_writes(callee, k, b, sub);
         }
-        let summary = self.ck.summary_of(callee);
+        let summary = self.ck.summary_of(callee, Some(k));
         // The cells the callee may read: every cell, or the chunks its summary gives (in
         // `b`'s root coordinates), which must all name only what the call fixes.
         let read = if summary.needs_input.contains(&k) {
@@ -422,7 +427,7 @@ impl Walk<'_> {
         b: &BufInfo,
         sub: &HashMap<u64, Term>,
     ) {
-        let summary = self.ck.summary_of(callee);
+        let summary = self.ck.summary_of(callee, None);
         let Some(param) = summary.params.get(&k) else {
             return;
         };
@@ -483,6 +488,7 @@ impl Walk<'_> {
             params,
             needs_input,
             reads,
+            reads_known: HashSet::new(),
         }
     }
 }

@@ -169,7 +169,8 @@ impl Checker {
     /// statements inside it), in the context the rest of the proc makes: for a step that changed
     /// only that statement.
     pub fn check_control_at(&mut self, p: &Proc, focus: &Stmt) -> Vec<Diagnostic> {
-        self.walk_focused(p, Mode::Control, Some(focus)).0
+        self.walk_focused(p, Mode::Control, Some(focus), HashSet::new())
+            .0
     }
 
     /// Every rule but definedness of reads (rule `init`), for the steps that add calls
@@ -186,7 +187,8 @@ impl Checker {
     /// that change one place of a proc (`replace` and `insert_call` check the call they put
     /// there). A focus that is not in `p` checks all of `p`.
     pub fn check_stmt_but_init(&mut self, p: &Proc, focus: &Stmt) -> Vec<Diagnostic> {
-        self.walk_focused(p, Mode::NoInit, Some(focus)).0
+        self.walk_focused(p, Mode::NoInit, Some(focus), HashSet::new())
+            .0
     }
 
     fn walk(&mut self, p: &Proc, mode: Mode) -> Vec<Diagnostic> {
@@ -195,15 +197,18 @@ impl Checker {
 
     /// The diagnostics of a walk of `p`, and what it leaves written in its parameters.
     fn walk_summarised(&mut self, p: &Proc, mode: Mode) -> (Vec<Diagnostic>, Summary) {
-        self.walk_focused(p, mode, None)
+        self.walk_focused(p, mode, None, HashSet::new())
     }
 
-    /// [`Checker::walk_summarised`], proving only the obligations of `focus` where there is one.
+    /// [`Checker::walk_summarised`], proving only the obligations of `focus` where there is one;
+    /// a summary finds the cells read before they are written of the parameters in
+    /// `reads_wanted` (by index) alone.
     fn walk_focused(
         &mut self,
         p: &Proc,
         mode: Mode,
         focus: Option<&Stmt>,
+        reads_wanted: HashSet<usize>,
     ) -> (Vec<Diagnostic>, Summary) {
         if mode != Mode::Summary {
             self.procs += 1;
@@ -236,6 +241,10 @@ impl Checker {
             path: Vec::new(),
             needs_input: HashSet::new(),
             reads: Defined::default(),
+            reads_wanted: reads_wanted
+                .iter()
+                .filter_map(|&k| p.args.get(k).map(|a| a.sym.clone()))
+                .collect(),
             freed: HashMap::new(),
             body: BodyStart::default(),
             frame: Vec::new(),
@@ -251,20 +260,31 @@ impl Checker {
             Ok(()) => {
                 w.proc(p);
                 w.flush();
-                let summary = w.summary(p);
+                let mut summary = w.summary(p);
+                summary.reads_known = reads_wanted;
                 (w.diags, summary)
             }
             Err(d) => (vec![d], Summary::default()),
         }
     }
 
-    /// The summary of `p`, walking it (without proving anything) if it was not walked yet.
-    fn summary_of(&mut self, p: &Arc<Proc>) -> Rc<Summary> {
+    /// The summary of `p`, walking it (without proving anything) if it was not walked yet, or
+    /// walking it again when the cells it reads of parameter `reads_of` are wanted and were not
+    /// found yet. Finding them asks the solver of every read of the parameter whether the proc
+    /// wrote its cell before, and a caller wants them only of the arguments whose definedness
+    /// it proves (its local buffers): of a kernel that accumulates into its output, those
+    /// queries, read by read and all failing, had been most of the cost of checking its callers.
+    fn summary_of(&mut self, p: &Arc<Proc>, reads_of: Option<usize>) -> Rc<Summary> {
         let key = Arc::as_ptr(p) as usize;
+        let mut wanted = HashSet::new();
         if let Some((_, s)) = self.summaries.get(&key) {
-            return s.clone();
+            match reads_of {
+                Some(k) if !s.reads_known.contains(&k) => wanted.clone_from(&s.reads_known),
+                _ => return s.clone(),
+            }
         }
-        let s = Rc::new(self.walk_summarised(p, Mode::Summary).1);
+        wanted.extend(reads_of);
+        let s = Rc::new(self.walk_focused(p, Mode::Summary, None, wanted).1);
         self.summaries.insert(key, (p.clone(), s.clone()));
         s
     }
@@ -403,6 +423,9 @@ struct Summary {
     /// The cells of the other parameters that may be read before the proc writes them (a
     /// masked instruction reads only its first `N` lanes), by parameter symbol.
     reads: Defined,
+    /// The parameters (by index) whose reads `needs_input` and `reads` describe; of the others
+    /// they say nothing.
+    reads_known: HashSet<usize>,
 }
 
 /// Check a whole module: names are unique, and every proc is well formed and safe.
@@ -560,6 +583,8 @@ struct Walk<'c> {
     /// The cells of parameters that may be read before this proc writes them, as chunks
     /// (computed in [`Mode::Summary`] only; a parameter in `needs_input` may have all read).
     reads: Defined,
+    /// The parameters whose reads a summary finds (`needs_input`, `reads`).
+    reads_wanted: HashSet<Sym>,
     /// Reads per config field, to name their unknowns apart.
     config_reads: HashMap<String, usize>,
     /// Intermediates not placed in 64 bits inside operands that `share` named by a variable,

@@ -365,8 +365,14 @@ pub fn emit_in(procs: &[Arc<Proc>], namespace: &str) -> Result<CUnit, Diagnostic
             params.join(", ")
         };
         let ret = if abi.can_fail { "int32_t" } else { "void" };
+        // See `WEFT_OWN_FUNCTION` in the runtime: a proc with a loop is never inlined.
+        let mut has_loop = false;
+        weft_ir::visit::walk_block(&p.body, &mut |s| {
+            has_loop |= matches!(s.kind, StmtKind::For { .. });
+        });
+        let own = if has_loop { "WEFT_OWN_FUNCTION " } else { "" };
         bodies.push_str(&format!(
-            "/* proc {} */\nstatic {ret} {fname}({params}) {{\n{body}}}\n\n",
+            "/* proc {} */\n{own}static {ret} {fname}({params}) {{\n{body}}}\n\n",
             names::comment_text(&p.name)
         ));
         unit.abi.insert(p.name.clone(), abi);

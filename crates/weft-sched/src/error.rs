@@ -37,6 +37,31 @@ impl SchedError {
         self
     }
 
+    /// The counterexample of a checker's diagnostic (its note `counterexample: a = 1, b = 2`),
+    /// read back into values. A name may itself hold `, ` (`stride(A, 0)`): each value is the
+    /// integer after ` = `, and the next name starts after the `, ` that follows it.
+    pub fn with_checker_counterexample(mut self, d: &Diagnostic) -> SchedError {
+        for note in &d.notes {
+            let Some(mut rest) = note.strip_prefix("counterexample: ") else {
+                continue;
+            };
+            let mut cex = Vec::new();
+            while let Some((name, after)) = rest.split_once(" = ") {
+                let end = after
+                    .char_indices()
+                    .find(|&(k, c)| !(c.is_ascii_digit() || (k == 0 && c == '-')))
+                    .map_or(after.len(), |(k, _)| k);
+                let Ok(v) = after[..end].parse() else {
+                    break;
+                };
+                cex.push((name.to_string(), v));
+                rest = after[end..].strip_prefix(", ").unwrap_or("");
+            }
+            self.counterexample = cex;
+        }
+        self
+    }
+
     fn counterexample_text(&self) -> Option<String> {
         if self.counterexample.is_empty() {
             return None;
@@ -84,3 +109,26 @@ impl fmt::Display for SchedError {
 }
 
 impl std::error::Error for SchedError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checker's counterexample names strides as `stride(A, 0)`: read by splitting at `, `,
+    /// they had come back as `0) = 256`.
+    #[test]
+    fn checker_counterexamples_keep_names_that_hold_commas() {
+        let d = Diagnostic::new("bounds", Span::DUMMY, "out of bounds")
+            .with_note("counterexample: M = 1, stride(A, 0) = 256, x' = -3, n = 0");
+        let e = SchedError::new("replace", "fails").with_checker_counterexample(&d);
+        assert_eq!(
+            e.counterexample,
+            [
+                ("M".to_string(), 1),
+                ("stride(A, 0)".to_string(), 256),
+                ("x'".to_string(), -3),
+                ("n".to_string(), 0),
+            ]
+        );
+    }
+}

@@ -181,25 +181,15 @@ impl Schedule {
         };
         let mut control = control.into_iter();
         if let Some(d) = control.find(|d| matches!(d.rule, "overflow" | "range" | "extent")) {
-            let mut e = SchedError::new(
+            return Err(SchedError::new(
                 prim,
                 format!(
                     "the result breaks the control-arithmetic rules: {}",
                     d.message
                 ),
             )
-            .at(d.span, format!("[{}]", d.rule));
-            e.counterexample = d
-                .notes
-                .iter()
-                .filter_map(|n| n.strip_prefix("counterexample: "))
-                .flat_map(|c| c.split(", "))
-                .filter_map(|kv| {
-                    let (k, v) = kv.split_once(" = ")?;
-                    Some((k.to_string(), v.parse().ok()?))
-                })
-                .collect();
-            return Err(e);
+            .at(d.span, format!("[{}]", d.rule))
+            .with_checker_counterexample(&d));
         }
         // A step may change the body or the context of a loop that is already parallel; every
         // parallel loop it may have changed must still be race-free.

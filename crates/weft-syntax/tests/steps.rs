@@ -242,3 +242,42 @@ schedule q = p {{
         ]
     );
 }
+
+/// In a string, an argument that is an integer expression of literals stands for its value, so
+/// that a loop can number the cursors it makes (`"for k #{n}"` with `n` = `6 - r`); other
+/// expressions keep their text, and a division that is not of non-negative values by a positive
+/// one, or a value past 64 bits, is not folded.
+#[test]
+fn integer_arguments_enter_strings_as_their_values() {
+    let src = format!(
+        "{PROC}
+steps nth(n) {{
+    unroll(\"for k #{{n}}\");
+}}
+
+schedule q = p {{
+    for r in [5, 1] {{
+        nth(6 - r);
+    }}
+    nth((2 + 3) * 4 % 7 / 2);
+    nth(-(1 - 4));
+    nth(2 * n);
+    nth(7 / -2);
+    nth(9223372036854775807 + 1);
+}}
+"
+    );
+    let m = parse(&src);
+    assert_eq!(
+        steps_of(&m),
+        [
+            "unroll(\"for k #1\")",
+            "unroll(\"for k #5\")",
+            "unroll(\"for k #3\")",
+            "unroll(\"for k #3\")",
+            "unroll(\"for k #(2 * n)\")",
+            "unroll(\"for k #(7 / - 2)\")",
+            "unroll(\"for k #(9223372036854775807 + 1)\")",
+        ]
+    );
+}

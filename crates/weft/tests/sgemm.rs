@@ -6,7 +6,8 @@
 //! 64-column panels go to `sgemm_panel_avx512` (tiles of 8, 4, 2 and 1 rows: every remainder of
 //! 8), for AVX2 both of its orders (the rows of `sgemm_avx2_rows` where K < 48 or K and N are at
 //! most 128, the panels beyond: in place, `sgemm_panel_avx2`, up to 6 rows, every remainder of
-//! 6, and packed from 7), and a single row from 64 columns to the matrix-vector product (8 rows
+//! 6, and packed from 7; from 7 rows up to 95 with N >= 512 and K >= 256, blocks of 256 x 256 of
+//! B), and a single row from 64 columns to the matrix-vector product (8 rows
 //! of B at a time, 4 with AVX2: every remainder of 8 of K); and the two-core versions on both
 //! sides of the sizes where their parallel loops start; `sgemm_avx2_blocked` at every remainder
 //! of its K and row blocks. A CPU without an instruction set skips the schedules that need it.
@@ -121,6 +122,23 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
                 (5, 785, 128),
                 (6, 767, 128),
                 (3, 768, 127),
+            ],
+        );
+        // sgemm_avx2's short, wide matrices (7 <= M < 96, N >= 512, K >= 256), in K blocks of
+        // 256 and column blocks of 256: every remainder of 6 rows, of the column block (with
+        // whole, masked or no vectors of the right edge) and of the K block; and just outside.
+        compare_at(
+            "sgemm_avx2",
+            &[
+                (7, 512, 256),
+                (8, 531, 256),
+                (9, 600, 260),
+                (10, 515, 256),
+                (11, 529, 257),
+                (12, 520, 300),
+                (6, 512, 256),
+                (7, 511, 256),
+                (7, 512, 255),
             ],
         );
         // sgemm_avx2_blocked: one K block and a remainder of 1 (257), two and a remainder (513),

@@ -200,25 +200,15 @@ pub(crate) fn check_new_call(
             Some(d) => d,
         }
     };
-    let mut e = SchedError::new(
+    let e = SchedError::new(
         prim,
         format!(
             "the call of '{}' does not check: {}",
             callee.name, d.message
         ),
     )
-    .at(first.span, describe(first));
-    for note in &d.notes {
-        if let Some(rest) = note.strip_prefix("counterexample: ") {
-            e.counterexample = rest
-                .split(", ")
-                .filter_map(|kv| {
-                    let (k, v) = kv.split_once(" = ")?;
-                    Some((k.to_string(), v.parse().ok()?))
-                })
-                .collect();
-        }
-    }
+    .at(first.span, describe(first))
+    .with_checker_counterexample(&d);
     Err(e)
 }
 

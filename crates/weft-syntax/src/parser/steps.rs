@@ -471,9 +471,13 @@ fn interpolate(s: &str, env: &Env) -> String {
     out
 }
 
-/// A value's text inside a string: a quoted argument without its quotes, a negative integer
-/// without a space.
+/// A value's text inside a string: a quoted argument without its quotes, an integer expression
+/// of literals as its value (so that `"for k #{n}"` with `n` = `6 - r` and `r` = 5 is the
+/// pattern `for k #1`).
 fn value_text(value: &[Token]) -> String {
+    if let Some(v) = const_int(value) {
+        return v.to_string();
+    }
     match value {
         [Token {
             tok: Tok::Str(s), ..
@@ -486,6 +490,64 @@ fn value_text(value: &[Token]) -> String {
         }] => format!("-{n}"),
         _ => tokens_text(value),
     }
+}
+
+/// The value of `toks` where they are an integer expression of literals (`+`, `-`, `*`, and
+/// `/` and `%` of a non-negative value by a positive one, with parentheses) that fits in 64
+/// bits; None otherwise.
+fn const_int(toks: &[Token]) -> Option<i64> {
+    /// Reads `toks` from `*at`: operands joined by the operators of `level` and tighter.
+    fn expr(toks: &[Token], at: &mut usize, level: u8) -> Option<i64> {
+        let mut v = if level == 0 {
+            match &toks.get(*at)?.tok {
+                Tok::Int(n) => {
+                    *at += 1;
+                    i64::try_from(*n).ok()?
+                }
+                Tok::Punct("-") => {
+                    *at += 1;
+                    expr(toks, at, 0)?.checked_neg()?
+                }
+                Tok::Punct("(") => {
+                    *at += 1;
+                    let v = expr(toks, at, 2)?;
+                    match toks.get(*at)?.tok {
+                        Tok::Punct(")") => *at += 1,
+                        _ => return None,
+                    }
+                    v
+                }
+                _ => return None,
+            }
+        } else {
+            expr(toks, at, level - 1)?
+        };
+        while let Some(Tok::Punct(op)) = toks.get(*at).map(|t| &t.tok) {
+            let op = *op;
+            let ours = match level {
+                1 => matches!(op, "*" | "/" | "%"),
+                2 => matches!(op, "+" | "-"),
+                _ => false,
+            };
+            if !ours {
+                break;
+            }
+            *at += 1;
+            let r = expr(toks, at, level - 1)?;
+            v = match op {
+                "+" => v.checked_add(r)?,
+                "-" => v.checked_sub(r)?,
+                "*" => v.checked_mul(r)?,
+                "/" if v >= 0 && r > 0 => v / r,
+                "%" if v >= 0 && r > 0 => v % r,
+                _ => return None,
+            };
+        }
+        Some(v)
+    }
+    let mut at = 0;
+    let v = expr(toks, &mut at, 2)?;
+    (at == toks.len()).then_some(v)
 }
 
 /// An argument as it stands for its parameter: an expression with an operator outside brackets

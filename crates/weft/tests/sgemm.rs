@@ -104,7 +104,8 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
         // sgemm_avx2_par's parallel loops: the panels where N >= 32 with an even number of
         // them or N >= 80, M >= 4 and K >= 16; the small B's row tiles where M >= 48 and
         // N >= 32; the panels of at most 6 rows where N >= 768 and K >= 128; the single row's
-        // 1024-column pieces where N >= 2048. Both sides of each:
+        // 1024-column pieces where N >= 2048; the blocks of 256 columns of 7 to 63 rows where
+        // N >= 1024 and K >= 256. Both sides of each:
         compare_at(
             "sgemm_avx2_par",
             &[
@@ -122,6 +123,9 @@ fn avx512_and_avx2_sgemm_match_the_interpreter_at_every_remainder() {
                 (5, 785, 128),
                 (6, 767, 128),
                 (3, 768, 127),
+                (13, 1040, 260),
+                (7, 1024, 256),
+                (7, 1023, 256),
             ],
         );
         // sgemm_avx2's short, wide matrices (7 <= M < 96, N >= 512, K >= 256), in K blocks of

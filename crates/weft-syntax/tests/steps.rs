@@ -281,3 +281,41 @@ schedule q = p {{
         ]
     );
 }
+
+/// Review hole: folding an argument into a string read it recursively, so 150,000 parentheses
+/// (or 900,000 minus signs) overflowed the parser's stack. Past 64 levels it keeps its text.
+#[test]
+fn deeply_nested_arguments_in_strings_do_not_overflow_the_stack() {
+    for arg in [
+        format!("{}0{}", "(".repeat(150_000), ")".repeat(150_000)),
+        format!("{}0", "-".repeat(900_000)),
+    ] {
+        let src = format!(
+            "{PROC}
+steps nth(n) {{
+    unroll(\"for i #{{n}}\");
+}}
+
+schedule q = p {{
+    nth({arg});
+}}
+"
+        );
+        let mut sm = SourceMap::new();
+        let _ = parse_module(&mut sm, "t.weft", &src);
+    }
+    let src = format!(
+        "{PROC}
+steps nth(n) {{
+    unroll(\"for j #{{n}}\");
+}}
+
+schedule q = p {{
+    nth({}1{});
+}}
+",
+        "(".repeat(40),
+        ")".repeat(40)
+    );
+    assert_eq!(steps_of(&parse(&src)), ["unroll(\"for j #1\")"]);
+}

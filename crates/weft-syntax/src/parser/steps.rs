@@ -34,6 +34,10 @@ pub const MAX_EXPANDED: usize = 1 << 20;
 /// How deeply loops and calls may nest in an expansion.
 const MAX_NESTING: usize = 64;
 
+/// How deeply an integer argument folded into a string may nest its parentheses and signs (its
+/// reading recurses; a deeper one keeps its text).
+const MAX_FOLDED_DEPTH: usize = 64;
+
 /// What names stand for while a body is expanded.
 type Env = HashMap<String, Vec<Token>>;
 
@@ -494,10 +498,14 @@ fn value_text(value: &[Token]) -> String {
 
 /// The value of `toks` where they are an integer expression of literals (`+`, `-`, `*`, and
 /// `/` and `%` of a non-negative value by a positive one, with parentheses) that fits in 64
-/// bits; None otherwise.
+/// bits, nested at most [`MAX_FOLDED_DEPTH`] deep; None otherwise.
 fn const_int(toks: &[Token]) -> Option<i64> {
-    /// Reads `toks` from `*at`: operands joined by the operators of `level` and tighter.
-    fn expr(toks: &[Token], at: &mut usize, level: u8) -> Option<i64> {
+    /// Reads `toks` from `*at`: operands joined by the operators of `level` and tighter, inside
+    /// `depth` parentheses and signs.
+    fn expr(toks: &[Token], at: &mut usize, level: u8, depth: usize) -> Option<i64> {
+        if depth > MAX_FOLDED_DEPTH {
+            return None;
+        }
         let mut v = if level == 0 {
             match &toks.get(*at)?.tok {
                 Tok::Int(n) => {
@@ -506,11 +514,11 @@ fn const_int(toks: &[Token]) -> Option<i64> {
                 }
                 Tok::Punct("-") => {
                     *at += 1;
-                    expr(toks, at, 0)?.checked_neg()?
+                    expr(toks, at, 0, depth + 1)?.checked_neg()?
                 }
                 Tok::Punct("(") => {
                     *at += 1;
-                    let v = expr(toks, at, 2)?;
+                    let v = expr(toks, at, 2, depth + 1)?;
                     match toks.get(*at)?.tok {
                         Tok::Punct(")") => *at += 1,
                         _ => return None,
@@ -520,7 +528,7 @@ fn const_int(toks: &[Token]) -> Option<i64> {
                 _ => return None,
             }
         } else {
-            expr(toks, at, level - 1)?
+            expr(toks, at, level - 1, depth)?
         };
         while let Some(Tok::Punct(op)) = toks.get(*at).map(|t| &t.tok) {
             let op = *op;
@@ -533,7 +541,7 @@ fn const_int(toks: &[Token]) -> Option<i64> {
                 break;
             }
             *at += 1;
-            let r = expr(toks, at, level - 1)?;
+            let r = expr(toks, at, level - 1, depth)?;
             v = match op {
                 "+" => v.checked_add(r)?,
                 "-" => v.checked_sub(r)?,
@@ -546,7 +554,7 @@ fn const_int(toks: &[Token]) -> Option<i64> {
         Some(v)
     }
     let mut at = 0;
-    let v = expr(toks, &mut at, 2)?;
+    let v = expr(toks, &mut at, 2, 0)?;
     (at == toks.len()).then_some(v)
 }
 

@@ -30,6 +30,7 @@
 mod check;
 mod init;
 pub mod intervals;
+mod presolve;
 pub mod smt;
 pub mod terms;
 

@@ -723,12 +723,90 @@ fn print_proc(p: &Proc, comments: Option<&mut SourceLayout>) -> String {
 /// sibling scopes may repeat, names of symbols in scope together never do).
 pub fn printed_names(p: &Proc) -> HashMap<Sym, String> {
     let mut namer = Namer::default();
-    print_proc_naming(p, None, &mut namer);
+    name_proc(p, &mut namer);
     namer.names
 }
 
-fn print_proc_naming(p: &Proc, comments: Option<&mut SourceLayout>, namer: &mut Namer) -> String {
+/// Name every symbol of `p` in the order the printer meets them, without printing: scheduling
+/// resolves the names a step's arguments use after every step, and printing the whole proc for
+/// that took a tenth of a long schedule's time. The printer then uses these names.
+fn name_proc(p: &Proc, namer: &mut Namer) {
+    fn exprs(e: &Expr, namer: &mut Namer) {
+        visit::walk_expr(e, &mut |x| match &x.kind {
+            ExprKind::Var(s)
+            | ExprKind::Read { buf: s, .. }
+            | ExprKind::Window { buf: s, .. }
+            | ExprKind::Stride { buf: s, .. } => {
+                namer.name(s);
+            }
+            _ => {}
+        });
+    }
+    fn shape(t: &BufType, namer: &mut Namer) {
+        t.shape.iter().for_each(|e| exprs(e, namer));
+    }
+    fn block(b: &Block, namer: &mut Namer) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Pass => {}
+                StmtKind::Assign { buf, idx, rhs } | StmtKind::Reduce { buf, idx, rhs } => {
+                    namer.name(buf);
+                    idx.iter().for_each(|e| exprs(e, namer));
+                    exprs(rhs, namer);
+                }
+                StmtKind::WriteConfig { rhs, .. } => exprs(rhs, namer),
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    exprs(cond, namer);
+                    block(then_body, namer);
+                    block(else_body, namer);
+                }
+                StmtKind::For {
+                    var, lo, hi, body, ..
+                } => {
+                    exprs(lo, namer);
+                    exprs(hi, namer);
+                    namer.name(var);
+                    block(body, namer);
+                    namer.release(var);
+                }
+                StmtKind::Alloc { buf, ty } => {
+                    namer.name(buf);
+                    shape(ty, namer);
+                }
+                StmtKind::Free { buf } => {
+                    namer.name(buf);
+                }
+                StmtKind::Window { name, rhs } => {
+                    namer.name(name);
+                    exprs(rhs, namer);
+                }
+                StmtKind::Call { args, .. } => args.iter().for_each(|e| exprs(e, namer)),
+            }
+        }
+        for s in b {
+            if let StmtKind::Alloc { buf: x, .. } | StmtKind::Window { name: x, .. } = &s.kind {
+                namer.release(x)
+            }
+        }
+    }
     namer.reserve_all(p);
+    for a in &p.args {
+        namer.name(&a.sym);
+        if let ArgKind::Buf(b) = &a.kind {
+            shape(b, namer);
+        }
+    }
+    p.preds.iter().for_each(|e| exprs(e, namer));
+    block(&p.body, namer);
+}
+
+fn print_proc_naming(p: &Proc, comments: Option<&mut SourceLayout>, namer: &mut Namer) -> String {
+    // Every symbol is named before printing, as `printed_names` names them.
+    name_proc(p, namer);
     let mut pr = Printer::new(namer);
     pr.comments = comments;
     let mut args = Vec::new();

@@ -216,8 +216,9 @@ impl Checker {
         }
         // A focus that is not a statement of `p` focuses on nothing: then everything is proved
         // (as in a proc too deep to search, which the walk then rejects).
+        let depth = weft_ir::limits::check_depth(p);
         let focus_ancestors = match focus {
-            Some(f) if weft_ir::limits::check_depth(p).is_ok() => ancestors_of(&p.body, f),
+            Some(f) if depth.is_ok() => ancestors_of(&p.body, f),
             _ => HashSet::new(),
         };
         let focus = focus.filter(|_| !focus_ancestors.is_empty());
@@ -256,7 +257,7 @@ impl Checker {
             focus_done: false,
         };
         // The walk recurses over expressions and blocks: deeper input is rejected before it.
-        match weft_ir::limits::check_depth(p) {
+        match depth {
             Ok(()) => {
                 w.proc(p);
                 w.flush();

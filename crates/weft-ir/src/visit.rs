@@ -112,7 +112,7 @@ pub fn walk_block<'a>(b: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
 }
 
 /// Visit every expression of a block, nested statements included.
-pub fn walk_block_exprs<'a>(b: &'a Block, f: &mut impl FnMut(&'a Expr)) {
+pub fn walk_block_exprs<'a>(b: &'a [Stmt], f: &mut impl FnMut(&'a Expr)) {
     walk_block(b, &mut |s| {
         for e in stmt_exprs(s) {
             walk_expr(e, f);

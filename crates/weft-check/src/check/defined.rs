@@ -243,7 +243,7 @@ impl Walk<'_> {
     }
 
     /// Config field values `b` may change are no longer known (all of them, when it calls).
-    pub(super) fn forget_configs_written_in(&mut self, b: &Block) {
+    pub(super) fn forget_configs_written_in(&mut self, b: &[Stmt]) {
         let mut calls = Vec::new();
         let mut written = Vec::new();
         weft_ir::visit::walk_block(b, &mut |s| match &s.kind {

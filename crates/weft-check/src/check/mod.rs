@@ -724,6 +724,35 @@ fn invariant_key(e: &Expr) -> (String, Vec<u64>) {
 }
 
 impl Walk<'_> {
+    /// Every expression of `b` that the walk will visit: all of them, or in a focused walk
+    /// those of the focus, of the statements around it and of the declarations it skips not
+    /// (see [`Walk::stmt`]). A scan of the whole proc for every step's focused check had cost
+    /// as much as the check.
+    fn walked_exprs<'b>(&self, b: &'b [Stmt], f: &mut impl FnMut(&'b Expr)) {
+        let Some(focus) = self.focus.filter(|_| !self.in_focus) else {
+            return weft_ir::visit::walk_block_exprs(b, f);
+        };
+        for s in b {
+            let at = s as *const Stmt;
+            if at == focus {
+                weft_ir::visit::walk_block_exprs(std::slice::from_ref(s), f);
+            } else if self.focus_ancestors.contains(&at) {
+                weft_ir::visit::stmt_exprs(s).into_iter().for_each(&mut *f);
+                for inner in weft_ir::visit::stmt_blocks(s) {
+                    self.walked_exprs(inner, f);
+                }
+            } else if matches!(
+                s.kind,
+                StmtKind::Alloc { .. }
+                    | StmtKind::Free { .. }
+                    | StmtKind::Window { .. }
+                    | StmtKind::WriteConfig { .. }
+            ) {
+                weft_ir::visit::stmt_exprs(s).into_iter().for_each(&mut *f);
+            }
+        }
+    }
+
     /// Name every `min`/`max` of the body whose operands are the proc's control parameters
     /// and constants alone (`min(n, m - 32)`) by one variable, with its definition as a fact
     /// of the whole body, before the body is walked. Translated as a `select`, such a term is
@@ -751,14 +780,18 @@ impl Walk<'_> {
             ok
         };
         // Inner ones first, so an outer definition uses their names.
+        let mut walked: Vec<&Expr> = Vec::new();
+        self.walked_exprs(body, &mut |e| walked.push(e));
         let mut found: Vec<&Expr> = Vec::new();
-        weft_ir::visit::walk_block_exprs(body, &mut |x| {
-            if let ExprKind::Binary(BinOp::Min | BinOp::Max, ..) = &x.kind {
-                if x.ty == Ty::Int && invariant(x) {
-                    found.push(x);
+        for e in walked {
+            weft_ir::visit::walk_expr(e, &mut |x| {
+                if let ExprKind::Binary(BinOp::Min | BinOp::Max, ..) = &x.kind {
+                    if x.ty == Ty::Int && invariant(x) {
+                        found.push(x);
+                    }
                 }
-            }
-        });
+            });
+        }
         found.sort_by_key(|e| expr_size(e));
         for e in found {
             let key = invariant_key(e);
@@ -1210,7 +1243,7 @@ impl Walk<'_> {
                     | StmtKind::Pass
             );
         if skip {
-            self.forget_configs_written_in(&vec![s.clone()]);
+            self.forget_configs_written_in(std::slice::from_ref(s));
             return;
         }
         self.stmt_kind(s)

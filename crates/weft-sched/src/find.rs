@@ -18,33 +18,39 @@
 //!
 //! For example `for i #1` is the second loop over `i`.
 
-use crate::path::Path;
+use crate::path::{Path, Step};
 use std::collections::HashMap;
 use weft_ir::{Proc, Stmt, StmtKind, Sym};
 
 /// Every statement of a proc with its path, parents before children, in program order.
 pub fn all_stmts(p: &Proc) -> Vec<(Path, &Stmt)> {
+    stmts_where(p, |_| true)
+}
+
+/// The statements of a proc that `keep` accepts, with their paths, in the order of
+/// [`all_stmts`]. Only those statements' paths are made: finding a pattern's statement after
+/// every step had spent most of its time building a path for each statement of the proc.
+pub fn stmts_where<'a>(p: &'a Proc, mut keep: impl FnMut(&Stmt) -> bool) -> Vec<(Path, &'a Stmt)> {
     fn go<'a>(
         b: &'a [Stmt],
-        prefix: &Path,
-        root: bool,
+        path: &mut Vec<Step>,
+        block: usize,
+        keep: &mut impl FnMut(&Stmt) -> bool,
         out: &mut Vec<(Path, &'a Stmt)>,
-        blk: usize,
     ) {
-        for (i, s) in b.iter().enumerate() {
-            let path = if root {
-                Path::top(i)
-            } else {
-                prefix.child(blk, i)
-            };
-            out.push((path.clone(), s));
-            for (k, child) in weft_ir::visit::stmt_blocks(s).into_iter().enumerate() {
-                go(child, &path, false, out, k);
+        for (index, s) in b.iter().enumerate() {
+            path.push(Step { block, index });
+            if keep(s) {
+                out.push((Path(path.clone()), s));
             }
+            for (k, child) in weft_ir::visit::stmt_blocks(s).into_iter().enumerate() {
+                go(child, path, k, keep, out);
+            }
+            path.pop();
         }
     }
     let mut out = Vec::new();
-    go(&p.body, &Path(vec![]), true, &mut out, 0);
+    go(&p.body, &mut Vec::new(), 0, &mut keep, &mut out);
     out
 }
 
@@ -117,13 +123,11 @@ pub fn parse_occurrence(pattern: &str) -> Result<(&str, usize), String> {
 /// The path of the statement a pattern designates.
 pub fn find(p: &Proc, pattern: &str) -> Result<Path, String> {
     let (pat, k) = parse_occurrence(pattern)?;
-    let stmts = all_stmts(p);
     let names = || weft_ir::print::printed_names(p);
     let mut printed = Printed::Later(&names);
-    let hits: Vec<Path> = stmts
-        .iter()
-        .filter(|(_, s)| matches_with(s, pat, &mut printed))
-        .map(|(path, _)| path.clone())
+    let hits: Vec<Path> = stmts_where(p, |s| matches_with(s, pat, &mut printed))
+        .into_iter()
+        .map(|(path, _)| path)
         .collect();
     if let Some(hit) = hits.get(k) {
         return Ok(hit.clone());
@@ -139,7 +143,7 @@ pub fn find(p: &Proc, pattern: &str) -> Result<Path, String> {
     }
     // What the user could have meant: every pattern that matches something here.
     let mut existing: Vec<String> = Vec::new();
-    for (_, s) in &stmts {
+    for (_, s) in all_stmts(p) {
         if let Some(q) = pattern_of(s) {
             if !existing.contains(&q) {
                 existing.push(q);

@@ -28,7 +28,7 @@
 use super::{conflict_error, describe, loop_at, Rewrite};
 use crate::effects::{index_term, primed, Analysis};
 use crate::error::SchedError;
-use crate::find::all_stmts;
+use crate::find::stmts_where;
 use crate::path::{self, Forward, Path};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -156,9 +156,9 @@ pub fn check_parallel_loops_near(
     changed: &Stmt,
     prim: &'static str,
 ) -> Result<(), SchedError> {
-    let Some(at) = all_stmts(p)
+    let Some(at) = stmts_where(p, |s| std::ptr::eq(s, changed))
         .into_iter()
-        .find(|(_, s)| std::ptr::eq(*s, changed))
+        .next()
         .map(|(at, _)| at)
     else {
         return check_parallel_loops(a, p, prim);
@@ -187,11 +187,13 @@ fn prove_parallel_loops(
     which: impl Fn(&Path) -> bool,
     prim: &'static str,
 ) -> Result<(), SchedError> {
-    let loops: Vec<Path> = all_stmts(q)
-        .into_iter()
-        .filter(|(at, s)| matches!(s.kind, StmtKind::For { parallel: true, .. }) && which(at))
-        .map(|(at, _)| at)
-        .collect();
+    let loops: Vec<Path> = stmts_where(q, |s| {
+        matches!(s.kind, StmtKind::For { parallel: true, .. })
+    })
+    .into_iter()
+    .map(|(at, _)| at)
+    .filter(|at| which(at))
+    .collect();
     for at in loops {
         prove_race_free(a, q, &at, prim)?;
     }

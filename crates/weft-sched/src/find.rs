@@ -30,7 +30,7 @@ pub fn all_stmts(p: &Proc) -> Vec<(Path, &Stmt)> {
 /// The statements of a proc that `keep` accepts, with their paths, in the order of
 /// [`all_stmts`]. Only those statements' paths are made: finding a pattern's statement after
 /// every step had spent most of its time building a path for each statement of the proc.
-pub fn stmts_where<'a>(p: &'a Proc, mut keep: impl FnMut(&Stmt) -> bool) -> Vec<(Path, &'a Stmt)> {
+pub fn stmts_where(p: &Proc, mut keep: impl FnMut(&Stmt) -> bool) -> Vec<(Path, &Stmt)> {
     fn go<'a>(
         b: &'a [Stmt],
         path: &mut Vec<Step>,

@@ -745,7 +745,12 @@ fn name_proc(p: &Proc, namer: &mut Namer) {
     fn shape(t: &BufType, namer: &mut Namer) {
         t.shape.iter().for_each(|e| exprs(e, namer));
     }
-    fn block(b: &Block, namer: &mut Namer) {
+    /// `level`: the block's nesting (the body's is 0); deeper than the printer prints, nothing
+    /// is named (and the recursion stops, whatever the input's depth).
+    fn block(b: &Block, level: usize, namer: &mut Namer) {
+        if level > crate::limits::MAX_NESTING {
+            return;
+        }
         for s in b {
             match &s.kind {
                 StmtKind::Pass => {}
@@ -761,8 +766,8 @@ fn name_proc(p: &Proc, namer: &mut Namer) {
                     else_body,
                 } => {
                     exprs(cond, namer);
-                    block(then_body, namer);
-                    block(else_body, namer);
+                    block(then_body, level + 1, namer);
+                    block(else_body, level + 1, namer);
                 }
                 StmtKind::For {
                     var, lo, hi, body, ..
@@ -770,7 +775,7 @@ fn name_proc(p: &Proc, namer: &mut Namer) {
                     exprs(lo, namer);
                     exprs(hi, namer);
                     namer.name(var);
-                    block(body, namer);
+                    block(body, level + 1, namer);
                     namer.release(var);
                 }
                 StmtKind::Alloc { buf, ty } => {
@@ -801,7 +806,7 @@ fn name_proc(p: &Proc, namer: &mut Namer) {
         }
     }
     p.preds.iter().for_each(|e| exprs(e, namer));
-    block(&p.body, namer);
+    block(&p.body, 0, namer);
 }
 
 fn print_proc_naming(p: &Proc, comments: Option<&mut SourceLayout>, namer: &mut Namer) -> String {

@@ -212,6 +212,10 @@ fn deeper_built_ir_is_rejected_by_every_pass_without_overflow() {
         assert_eq!(d[0].rule, "depth", "{d:?}");
         assert!(d[0].message.contains("nested too deep"), "{d:?}");
         assert!(weft_c::emit(std::slice::from_ref(&p)).is_err());
+        // Printing it, and finding the names it prints, stop at the limit (naming without
+        // printing had recursed over every level: review).
+        assert!(p.to_string().contains("nested too deep"));
+        assert!(weft_ir::print::printed_names(&p).len() < 1000);
         // Dropping the tree does not recurse either.
         drop(p);
     });

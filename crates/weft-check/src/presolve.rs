@@ -400,11 +400,9 @@ impl Facts {
     /// Whether the facts are proved to contradict each other: a fact `lf >= 0` whose greatest
     /// value under the atoms' constant bounds is negative (`r < r'` with `0 <= r, r' < 1`).
     fn contradictory(&self) -> bool {
-        self.forms.iter().any(|lf| {
-            lf.scaled(-1)
-                .and_then(|neg| self.least(&neg))
-                .is_some_and(|min_of_neg| min_of_neg > 0)
-        })
+        self.forms
+            .iter()
+            .any(|lf| self.linear_range(lf, 2).1.is_some_and(|max| max < 0))
     }
 
     /// Whether the goal is proved.
@@ -545,13 +543,7 @@ impl Facts {
 
     /// The least value of `lf` that the atoms' constant bounds allow (`None`: unbounded).
     fn least(&self, lf: &Linear) -> Option<i128> {
-        let mut min = lf.k;
-        for (a, c) in &lf.atoms {
-            let (lo, hi) = self.range(a, 2);
-            let v = if *c > 0 { lo? } else { hi? };
-            min = min.checked_add(c.checked_mul(v)?)?;
-        }
-        Some(min)
+        self.linear_range(lf, 2).0
     }
 
     /// Constant bounds of an atom, looking `depth` atoms deep into quotients and selections.
